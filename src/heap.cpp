@@ -1,0 +1,200 @@
+// Heaps, the current heap of each thread, error reporting, and the
+// collector's settings (enable, thresholds, statistics).
+#include "heap.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace cyclegc::internal {
+
+Heap::Heap() {
+    for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) generations[g].threshold = kDefaultThresholds[g];
+}
+
+namespace {
+
+Heap &default_heap() {
+    // Constructed on first use and never destroyed: objects may outlive
+    // static destructors (a C++ global holding a reference).
+    static Heap *heap = new Heap();
+    return *heap;
+}
+
+thread_local Heap *t_current_heap = nullptr;
+
+void print_to_stderr(cgc_error_kind, const char *message, void *) {
+    std::fprintf(stderr, "cyclegc: %s\n", message);
+}
+
+}  // namespace
+
+Heap &current_heap() {
+    Heap *heap = t_current_heap;
+    return heap ? *heap : default_heap();
+}
+
+void report(cgc_error_kind kind, const char *format, ...) {
+    Heap &heap = current_heap();
+    char buffer[1024];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    heap.error_kind = kind;
+    heap.error_message = buffer;
+    if (kind >= 0 && kind <= CGC_ERR_UNRAISABLE) heap.error_counts[kind]++;
+    cgc_error_hook hook = heap.error_hook ? heap.error_hook : print_to_stderr;
+    hook(kind, buffer, heap.error_hook_context);
+}
+
+}  // namespace cyclegc::internal
+
+using namespace cyclegc::internal;
+
+extern "C" {
+
+cgc_error_kind cgc_error_occurred(void) { return current_heap().error_kind; }
+
+const char *cgc_error_message(void) { return current_heap().error_message.c_str(); }
+
+void cgc_error_clear(void) {
+    Heap &heap = current_heap();
+    heap.error_kind = CGC_ERR_NONE;
+    heap.error_message.clear();
+}
+
+void cgc_error_set(cgc_error_kind kind, const char *message) { report(kind, "%s", message); }
+
+cgc_error_hook cgc_set_error_hook(cgc_error_hook hook, void *context) {
+    Heap &heap = current_heap();
+    cgc_error_hook previous = heap.error_hook ? heap.error_hook : print_to_stderr;
+    heap.error_hook = hook;
+    heap.error_hook_context = context;
+    return previous;
+}
+
+uint64_t cgc_error_count(cgc_error_kind kind) {
+    if (kind < 0 || kind > CGC_ERR_UNRAISABLE) return 0;
+    return current_heap().error_counts[kind];
+}
+
+cgc_heap *cgc_heap_new(void) {
+    Heap *heap = new (std::nothrow) Heap();
+    return reinterpret_cast<cgc_heap *>(heap);
+}
+
+void cgc_heap_delete(cgc_heap *handle) {
+    if (!handle) return;
+    Heap *heap = reinterpret_cast<Heap *>(handle);
+    if (heap == &default_heap()) {
+        report(CGC_ERR_MISUSE, "cgc_heap_delete: the default heap cannot be deleted");
+        return;
+    }
+    Heap *previous = t_current_heap;
+    t_current_heap = heap;
+    cgc_finalize();
+    bool empty = true;
+    for (auto &generation : heap->generations) empty = empty && generation.objects.empty();
+    t_current_heap = previous == heap ? nullptr : previous;
+    if (!empty || !heap->permanent.empty()) {
+        // Tracked objects still link into this heap's lists: keep the lists
+        // alive rather than leave dangling links.
+        report(CGC_ERR_MISUSE, "cgc_heap_delete: the heap still has live tracked objects; "
+                               "its state is kept (leaked) so that they stay valid");
+        return;
+    }
+    delete heap;
+}
+
+cgc_heap *cgc_heap_current(void) { return reinterpret_cast<cgc_heap *>(&current_heap()); }
+
+void cgc_heap_set_current(cgc_heap *heap) { t_current_heap = reinterpret_cast<Heap *>(heap); }
+
+int cgc_enable(void) {
+    Heap &heap = current_heap();
+    int previous = heap.enabled;
+    heap.enabled = true;
+    return previous;
+}
+
+int cgc_disable(void) {
+    Heap &heap = current_heap();
+    int previous = heap.enabled;
+    heap.enabled = false;
+    return previous;
+}
+
+int cgc_is_enabled(void) { return current_heap().enabled; }
+
+int cgc_is_collecting(void) { return current_heap().collecting(); }
+
+void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
+    if (generation < 0 || generation >= CGC_NUM_GENERATIONS || threshold < 0) {
+        report(CGC_ERR_VALUE, "cgc_set_threshold: generation %d / threshold %td out of range",
+               generation, threshold);
+        return;
+    }
+    current_heap().generations[generation].threshold = threshold;
+}
+
+cgc_ssize_t cgc_get_threshold(int generation) {
+    if (generation < 0 || generation >= CGC_NUM_GENERATIONS) return -1;
+    return current_heap().generations[generation].threshold;
+}
+
+cgc_ssize_t cgc_get_count(int generation) {
+    if (generation < 0 || generation >= CGC_NUM_GENERATIONS) return -1;
+    return current_heap().generations[generation].count;
+}
+
+void cgc_get_stats(int generation, cgc_generation_stats *out) {
+    if (!out) return;
+    if (generation < 0 || generation >= CGC_NUM_GENERATIONS) {
+        *out = cgc_generation_stats{};
+        return;
+    }
+    *out = current_heap().generations[generation].stats;
+}
+
+void cgc_set_auto_mode(cgc_auto_mode mode) { current_heap().auto_mode = mode; }
+
+cgc_ssize_t cgc_safepoint(void) {
+    Heap &heap = current_heap();
+    if (!heap.collection_due || heap.collecting()) return 0;
+    return collect_automatic(heap);
+}
+
+cgc_ssize_t cgc_collect(int generation) {
+    if (generation < 0 || generation >= CGC_NUM_GENERATIONS) {
+        report(CGC_ERR_VALUE, "cgc_collect: invalid generation %d (expected 0..%d)", generation,
+               CGC_NUM_GENERATIONS - 1);
+        return -1;
+    }
+    return collect(current_heap(), generation);
+}
+
+cgc_ssize_t cgc_collect_if_enabled(void) {
+    Heap &heap = current_heap();
+    if (!heap.enabled || heap.collecting()) return 0;
+    return collect(heap, CGC_NUM_GENERATIONS - 1);
+}
+
+void cgc_initialize(void) { (void)current_heap(); }
+
+int cgc_finalize(void) {
+    Heap &heap = current_heap();
+    if (heap.collecting()) {
+        report(CGC_ERR_MISUSE, "cgc_finalize (Py_FinalizeEx): called during a collection");
+        return -1;
+    }
+    // Finalizers run by one collection may release more cycles: repeat
+    // while collections find garbage (bounded, in case a finalizer keeps
+    // creating new garbage).
+    for (int round = 0; round < 16; ++round) {
+        if (collect(heap, CGC_NUM_GENERATIONS - 1) == 0) break;
+    }
+    return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,99 @@
+// A heap: all the state of one collector. Nothing in cyclegc lives outside a
+// heap except the pointer to each thread's current heap (heap.cpp).
+#pragma once
+
+#include "gc_head.hpp"
+
+#include <cyclegc/cyclegc.h>
+
+#include <cstdarg>
+#include <string>
+
+namespace cyclegc::internal {
+
+// Explicit phases, asserted at the entry of each collector step, so that a
+// re-entrant call is caught where it starts.
+enum class Phase {
+    idle,
+    finding_unreachable,  // tp_traverse only: no user code may change the graph
+    finalizing,           // tp_finalize runs (user code)
+    checking_resurrection,
+    clearing,             // tp_clear and deallocations (user code)
+};
+
+struct Generation {
+    GcList objects;
+    // gen 0: allocations of GC objects minus their frees since the last
+    // collection; gen 1..2: collections of the next younger generation since
+    // this one was last collected.
+    cgc_ssize_t count = 0;
+    cgc_ssize_t threshold = 0;
+    cgc_generation_stats stats{};
+};
+
+// Default thresholds: CPython's (700, 10, 10).
+constexpr cgc_ssize_t kDefaultThresholds[CGC_NUM_GENERATIONS] = {700, 10, 10};
+// Deallocations nested deeper than this are deferred to the outermost one
+// (the trashcan): frees a 10M-long chain in constant stack.
+constexpr int kMaxDeallocDepth = 50;
+
+struct Heap {
+    Generation generations[CGC_NUM_GENERATIONS];
+    GcList permanent;  // frozen objects: never collected
+
+    bool enabled = true;
+    Phase phase = Phase::idle;
+    cgc_auto_mode auto_mode = CGC_AUTO_AT_ALLOCATION;
+    bool collection_due = false;
+
+    // CPython's rule against quadratic full collections on a growing heap:
+    // a full collection runs only when the objects that survived a gen-1
+    // collection since the last full one are >= 25% of those that survived it.
+    cgc_ssize_t long_lived_total = 0;
+    cgc_ssize_t long_lived_pending = 0;
+
+    // Trashcan: objects whose deallocation was deferred, linked through
+    // their ob_refcnt field (they have count 0 and are untracked).
+    int dealloc_depth = 0;
+    cgc_object *deferred_deallocs = nullptr;
+
+    // Errors.
+    cgc_error_kind error_kind = CGC_ERR_NONE;
+    std::string error_message;
+    cgc_error_hook error_hook = nullptr;
+    void *error_hook_context = nullptr;
+    uint64_t error_counts[CGC_ERR_UNRAISABLE + 1] = {};
+
+    Heap();
+    bool collecting() const { return phase != Phase::idle; }
+};
+
+Heap &current_heap();
+
+// Records an error on the current heap and passes it to the error hook.
+void report(cgc_error_kind kind, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+inline const char *type_name(const cgc_type *type) {
+    return type && type->tp_name ? type->tp_name : "<unnamed type>";
+}
+inline const char *type_name_of(const cgc_object *op) { return type_name(op->ob_type); }
+
+// The object has a collector header: a GC type whose tp_is_gc (if any) agrees.
+inline bool has_gc_head(cgc_object *op) {
+    cgc_type *type = op->ob_type;
+    return (type->tp_flags & CGC_TPFLAGS_HAVE_GC) && (!type->tp_is_gc || type->tp_is_gc(op));
+}
+
+// Allocates an object of `type` (with a collector header if it is a GC
+// type; untracked), reference count 1, zero-filled. `spare_item` adds one
+// item past the end, as PyType_GenericAlloc does.
+cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
+                            bool spare_item = false);
+
+// Collector entry points (collector.cpp).
+cgc_ssize_t collect(Heap &heap, int generation);
+cgc_ssize_t collect_automatic(Heap &heap);
+// Called when a GC object is allocated: counts it, may collect.
+void note_gc_allocation(Heap &heap);
+
+}  // namespace cyclegc::internal

@@ -1,0 +1,314 @@
+// Objects: allocation, tracking, and deallocation with a bounded stack.
+#include "heap.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace cyclegc::internal {
+namespace {
+
+bool ensure_ready(cgc_type *type, const char *function) {
+    if (!type) {
+        report(CGC_ERR_MISUSE, "%s: the type is NULL", function);
+        return false;
+    }
+    if (type->tp_flags & CGC_TPFLAGS_READY) return true;
+    return cgc_type_ready(type) == 0;
+}
+
+// Size of the object part (without the collector header), or -1.
+cgc_ssize_t object_size(cgc_type *type, cgc_ssize_t nitems, const char *function) {
+    if (nitems < 0) {
+        report(CGC_ERR_VALUE, "%s: negative size %td for an object of type '%s'", function, nitems,
+               type_name(type));
+        return -1;
+    }
+    cgc_ssize_t items = 0;
+    if (__builtin_mul_overflow(nitems, type->tp_itemsize, &items)) items = -1;
+    cgc_ssize_t size = 0;
+    if (items < 0 || __builtin_add_overflow(type->tp_basicsize, items, &size) ||
+        size > PTRDIFF_MAX - CGC_GC_HEAD_SIZE) {
+        report(CGC_ERR_MEMORY, "%s: an object of type '%s' with %td items is too large", function,
+               type_name(type), nitems);
+        return -1;
+    }
+    if (size < static_cast<cgc_ssize_t>(sizeof(cgc_object))) size = sizeof(cgc_object);
+    return size;
+}
+
+}  // namespace
+
+cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
+                            bool spare_item) {
+    if (!ensure_ready(type, function)) return nullptr;
+    cgc_ssize_t size = object_size(type, nitems, function);
+    if (size >= 0 && spare_item && type->tp_itemsize) size += type->tp_itemsize;
+    if (size < 0) return nullptr;
+    bool gc = (type->tp_flags & CGC_TPFLAGS_HAVE_GC) != 0;
+    cgc_object *op;
+    if (gc) {
+        // Counting (and maybe collecting) before the allocation: the new
+        // object never takes part in the collection it triggers.
+        note_gc_allocation(current_heap());
+        void *block = std::calloc(1, static_cast<size_t>(size) + sizeof(GcHead));
+        if (!block) {
+            report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
+                   type_name(type));
+            return nullptr;
+        }
+        op = object_of(static_cast<GcHead *>(block));
+    } else {
+        op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
+        if (!op) {
+            report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
+                   type_name(type));
+            return nullptr;
+        }
+    }
+    op->ob_refcnt = 1;
+    op->ob_type = type;
+    if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
+    if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
+    return op;
+}
+
+namespace {
+
+cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function) {
+    if (!ensure_ready(type, function)) return nullptr;
+    if (!(type->tp_flags & CGC_TPFLAGS_HAVE_GC)) {
+        report(CGC_ERR_MISUSE, "%s: type '%s' does not have Py_TPFLAGS_HAVE_GC; allocate it with "
+               "PyObject_New instead", function, type_name(type));
+        return nullptr;
+    }
+    return allocate_object(type, nitems, function);
+}
+
+void destroy(cgc_object *op) {
+    cgc_destructor dealloc = op->ob_type->tp_dealloc;
+    (dealloc ? dealloc : cgc_default_dealloc)(op);
+}
+
+// Defers a deallocation to the outermost one. The object's count is 0, so
+// its ob_refcnt field is free to hold the link; untracking it keeps a
+// collection that starts meanwhile from seeing it (its tp_dealloc untracks
+// it anyway, idempotently).
+void defer_dealloc(Heap &heap, cgc_object *op) {
+    if (has_gc_head(op)) cgc_gc_untrack(op);
+    op->ob_refcnt = reinterpret_cast<cgc_ssize_t>(heap.deferred_deallocs);
+    heap.deferred_deallocs = op;
+}
+
+void run_deferred_deallocs(Heap &heap) {
+    while (cgc_object *op = heap.deferred_deallocs) {
+        heap.deferred_deallocs = reinterpret_cast<cgc_object *>(op->ob_refcnt);
+        op->ob_refcnt = 0;
+        heap.dealloc_depth = 1;
+        destroy(op);
+        heap.dealloc_depth = 0;
+    }
+}
+
+}  // namespace
+
+void note_gc_allocation(Heap &heap) {
+    Generation &young = heap.generations[0];
+    young.count++;
+    if (young.count <= young.threshold || young.threshold == 0 || !heap.enabled ||
+        heap.collecting())
+        return;
+    if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || heap.dealloc_depth > 0) {
+        // Inside a deallocation objects may be half-destroyed: collect later.
+        heap.collection_due = true;
+        return;
+    }
+    collect_automatic(heap);
+}
+
+}  // namespace cyclegc::internal
+
+using namespace cyclegc::internal;
+
+extern "C" {
+
+void cgc_dealloc(cgc_object *op) {
+    if (op->ob_refcnt < 0) {
+        report(CGC_ERR_CORRUPTION,
+               "Py_DECREF: the reference count of object %p of type '%s' fell below zero (%td): "
+               "a Py_DECREF without a matching Py_INCREF; the object is not freed again",
+               static_cast<void *>(op), type_name_of(op), op->ob_refcnt);
+        return;
+    }
+    Heap &heap = current_heap();
+    if (heap.dealloc_depth >= kMaxDeallocDepth) {
+        defer_dealloc(heap, op);
+        return;
+    }
+    ++heap.dealloc_depth;
+    destroy(op);
+    --heap.dealloc_depth;
+    if (heap.dealloc_depth == 0 && heap.deferred_deallocs) run_deferred_deallocs(heap);
+}
+
+cgc_object *cgc_object_new(cgc_type *type) { return allocate_object(type, 0, "cgc_object_new (PyObject_New)"); }
+
+cgc_object *cgc_object_new_var(cgc_type *type, cgc_ssize_t nitems) {
+    return allocate_object(type, nitems, "cgc_object_new_var (PyObject_NewVar)");
+}
+
+void cgc_object_del(void *memory) {
+    if (!memory) return;
+    auto *op = static_cast<cgc_object *>(memory);
+    if (op->ob_type && has_gc_head(op))
+        cgc_gc_del(op);
+    else
+        std::free(op);
+}
+
+cgc_object *cgc_gc_new(cgc_type *type) { return allocate_gc(type, 0, "cgc_gc_new (PyObject_GC_New)"); }
+
+cgc_object *cgc_gc_new_var(cgc_type *type, cgc_ssize_t nitems) {
+    return allocate_gc(type, nitems, "cgc_gc_new_var (PyObject_GC_NewVar)");
+}
+
+cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
+    const char *function = "cgc_gc_resize (PyObject_GC_Resize)";
+    if (!op) {
+        report(CGC_ERR_MISUSE, "%s: the object is NULL", function);
+        return nullptr;
+    }
+    cgc_type *type = op->ob_base.ob_type;
+    if (!has_gc_head(&op->ob_base)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is not a GC object", function,
+               static_cast<void *>(op), type_name(type));
+        return nullptr;
+    }
+    GcHead *h = head_of(op);
+    if (is_tracked(h)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; resize it before "
+               "PyObject_GC_Track", function, static_cast<void *>(op), type_name(type));
+        return nullptr;
+    }
+    cgc_ssize_t size = object_size(type, nitems, function);
+    if (size < 0) return nullptr;
+    void *block = std::realloc(h, static_cast<size_t>(size) + sizeof(GcHead));
+    if (!block) {
+        report(CGC_ERR_MEMORY, "%s: out of memory for %td items of type '%s'", function, nitems,
+               type_name(type));
+        return nullptr;
+    }
+    auto *resized = reinterpret_cast<cgc_var_object *>(object_of(static_cast<GcHead *>(block)));
+    resized->ob_size = nitems;
+    return resized;
+}
+
+void cgc_gc_del(void *memory) {
+    if (!memory) return;
+    GcHead *h = head_of(memory);
+    if (is_tracked(h)) unlink(h);  // CPython warns in debug builds; we just stay safe
+    Generation &young = current_heap().generations[0];
+    if (young.count > 0) young.count--;
+    std::free(h);
+}
+
+void cgc_gc_track(void *memory) {
+    const char *function = "cgc_gc_track (PyObject_GC_Track)";
+    auto *op = static_cast<cgc_object *>(memory);
+    if (!op) {
+        report(CGC_ERR_MISUSE, "%s: the object is NULL", function);
+        return;
+    }
+    if (!has_gc_head(op)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is not a GC object (its type lacks "
+               "Py_TPFLAGS_HAVE_GC); it cannot be tracked", function, memory, type_name_of(op));
+        return;
+    }
+    GcHead *h = head_of(op);
+    if (is_tracked(h)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is already tracked", function, memory,
+               type_name_of(op));
+        return;
+    }
+    Heap &heap = current_heap();
+    if (heap.phase == Phase::finding_unreachable) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' tracked from inside tp_traverse, "
+               "which must not change the object graph; not tracked", function, memory,
+               type_name_of(op));
+        return;
+    }
+    h->link[1] &= kFinalized;
+    heap.generations[0].objects.append(h);
+}
+
+void cgc_gc_untrack(void *memory) {
+    auto *op = static_cast<cgc_object *>(memory);
+    if (!op) return;
+    if (!has_gc_head(op)) {
+        report(CGC_ERR_MISUSE, "cgc_gc_untrack (PyObject_GC_UnTrack): object %p of type '%s' is "
+               "not a GC object", memory, type_name_of(op));
+        return;
+    }
+    GcHead *h = head_of(op);
+    if (!is_tracked(h)) return;
+    if (current_heap().phase == Phase::finding_unreachable && is_collecting(h)) {
+        report(CGC_ERR_MISUSE, "cgc_gc_untrack (PyObject_GC_UnTrack): object %p of type '%s' "
+               "untracked from inside tp_traverse, which must not change the object graph; "
+               "ignored", memory, type_name_of(op));
+        return;
+    }
+    unlink(h);
+    h->link[0] = 0;
+    h->link[1] &= kFinalized;
+}
+
+int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }
+
+int cgc_gc_is_tracked(cgc_object *op) { return op && has_gc_head(op) && is_tracked(head_of(op)); }
+
+int cgc_gc_is_finalized(cgc_object *op) {
+    return op && has_gc_head(op) && cyclegc::internal::is_finalized(head_of(op));
+}
+
+void *cgc_malloc(size_t size) { return std::malloc(size ? size : 1); }
+void *cgc_calloc(size_t count, size_t size) { return std::calloc(count ? count : 1, size ? size : 1); }
+void *cgc_realloc(void *memory, size_t size) { return std::realloc(memory, size ? size : 1); }
+void cgc_free(void *memory) { std::free(memory); }
+
+int cgc_call_finalizer_from_dealloc(cgc_object *self) {
+    cgc_destructor finalize = self->ob_type->tp_finalize;
+    if (!finalize) return 0;
+    if (self->ob_refcnt != 0) {
+        report(CGC_ERR_MISUSE, "cgc_call_finalizer_from_dealloc (PyObject_CallFinalizerFromDealloc): "
+               "object %p of type '%s' has reference count %td, expected 0", static_cast<void *>(self),
+               type_name_of(self), self->ob_refcnt);
+        return 0;
+    }
+    bool gc = has_gc_head(self);
+    if (gc && cyclegc::internal::is_finalized(head_of(self))) return 0;
+    self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
+    if (gc) set_finalized(head_of(self));
+    finalize(self);
+    if (--self->ob_refcnt == 0) return 0;
+    return -1;  // resurrected: the dealloc must stop
+}
+
+void cgc_default_dealloc(cgc_object *self) {
+    cgc_type *type = self->ob_type;
+    bool gc = has_gc_head(self);
+    if (gc) cgc_gc_untrack(self);
+    if (type->tp_finalize) {
+        // Tracked while the finalizer runs, so that a resurrected object
+        // stays visible to the collector.
+        if (gc) cgc_gc_track(self);
+        if (cgc_call_finalizer_from_dealloc(self) < 0) return;
+        if (gc) cgc_gc_untrack(self);
+    }
+    // Beyond CPython: drop the references the type knows how to drop, so a
+    // type with tp_clear but no tp_dealloc does not leak its referents.
+    if (type->tp_clear) type->tp_clear(self);
+    cgc_freefunc free_function = type->tp_free ? type->tp_free : (gc ? cgc_gc_del : cgc_object_del);
+    free_function(self);
+    if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_decref(reinterpret_cast<cgc_object *>(type));
+}
+
+}  // extern "C"
