@@ -18,15 +18,20 @@
 //        (to the end of the list being scanned) when a reachable object
 //        turns out to reach it. No recursion, no allocation: the state lives
 //        in the two header words (gc_head.hpp).
-//     Survivors move to the next older generation.
-//  2. Finalize (PEP 442): call tp_finalize on every unreachable object not
+//     Survivors move to the next older generation. Unreachable objects with
+//     a legacy finalizer (tp_del), and all they reach, are set apart as
+//     uncollectable (kept, and listed in the garbage list).
+//  2. Weak references to unreachable objects are cleared, and the callbacks
+//     of those weak references that are themselves reachable run: no
+//     callback can see a half-destroyed object.
+//     Finalize (PEP 442): call tp_finalize on every unreachable object not
 //     finalized before, before any tp_clear. A finalizer may do anything:
 //     resurrect objects, free others, create garbage, ask for a collection
 //     (refused while one runs).
 //  3. If any finalizer ran, repeat step 1 on the unreachable set with the
 //     current counts: an object a finalizer made reachable again, and all it
 //     reaches, survives ("resurrection").
-//  4. Clear: take the first unreachable object, call its tp_clear (dropping
+//  4. Clear weak references made meanwhile, then clear: take the first unreachable object, call its tp_clear (dropping
 //     its references breaks the cycle, and reference counting frees the
 //     rest, which unlinks itself from the list); an object still first
 //     afterwards (no tp_clear, or kept alive) moves to the old generation.
@@ -42,7 +47,9 @@
 // and the object is kept alive instead of freed.
 #include "heap.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace cyclegc::internal {
 namespace {
@@ -118,7 +125,7 @@ void move_to_unreachable(GcHead *h, GcList &unreachable) {
     uintptr_t tail_tag = tail == unreachable.end() ? 0 : kUnreachableTag;
     tail->link[0] = reinterpret_cast<uintptr_t>(h) | tail_tag;
     h->link[0] = reinterpret_cast<uintptr_t>(unreachable.end()) | kUnreachableTag;
-    h->link[1] = reinterpret_cast<uintptr_t>(tail) | (h->link[1] & kFinalized) | kCollecting;
+    h->link[1] = reinterpret_cast<uintptr_t>(tail) | (h->link[1] & kLifetimeFlags) | kCollecting;
     unreachable.sentinel.link[1] = reinterpret_cast<uintptr_t>(h);
 }
 
@@ -154,7 +161,7 @@ cgc_ssize_t move_unreachable(GcList &candidates, GcList &unreachable) {
     while (h != candidates.end()) {
         if (refs_of(h) > 0) {
             traverse(object_of(h), visit_reachable, &candidates);
-            h->link[1] = reinterpret_cast<uintptr_t>(prev) | (h->link[1] & kFinalized);
+            h->link[1] = reinterpret_cast<uintptr_t>(prev) | (h->link[1] & kLifetimeFlags);
             prev = h;
             h = next_of(h);
         } else {
@@ -171,6 +178,16 @@ cgc_ssize_t move_unreachable(GcList &candidates, GcList &unreachable) {
         ++count;
     }
     return count;
+}
+
+// DEBUG_SAVEALL: the object goes to the garbage list instead of being cleared.
+void save_as_garbage(Heap &heap, cgc_object *op) {
+    try {
+        heap.garbage.push_back(op);
+        cgc_incref(op);
+    } catch (...) {
+        report(CGC_ERR_MEMORY, "collector: out of memory for the garbage list");
+    }
 }
 
 struct Found {
@@ -225,10 +242,13 @@ void keep_resurrected(Heap &heap, GcList &unreachable, GcList &old) {
 // Step 4.
 void clear_garbage(Heap &heap, GcList &unreachable, GcList &old) {
     heap.phase = Phase::clearing;
+    bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
     while (!unreachable.empty()) {
         GcHead *h = unreachable.first();
         cgc_object *op = object_of(h);
-        if (cgc_inquiry clear = op->ob_type->tp_clear) {
+        if (save_all) {
+            save_as_garbage(heap, op);
+        } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
             cgc_incref(op);
             clear(op);
             cgc_decref(op);
@@ -241,6 +261,53 @@ void clear_garbage(Heap &heap, GcList &unreachable, GcList &old) {
     }
 }
 
+// Set apart unreachable objects with a legacy finalizer (tp_del), and all
+// they reach: CPython cannot know a safe order to run such finalizers in a
+// cycle, so they are never run, and the objects stay alive (uncollectable).
+void move_legacy_finalizers(GcList &unreachable, GcList &uncollectable) {
+    for (GcHead *h = unreachable.first(); h != unreachable.end();) {
+        GcHead *next = next_of(h);
+        if (object_of(h)->ob_type->tp_del) {
+            unlink(h);
+            clear_collecting(h);
+            uncollectable.append(h);
+        }
+        h = next;
+    }
+    for (GcHead *h = uncollectable.first(); h != uncollectable.end(); h = next_of(h)) {
+        traverse(object_of(h), [](cgc_object *child, void *list) {
+            if (!has_gc_head(child)) return 0;
+            GcHead *ch = head_of(child);
+            if (is_collecting(ch)) {
+                unlink(ch);
+                clear_collecting(ch);
+                static_cast<GcList *>(list)->append(ch);
+            }
+            return 0;
+        }, &uncollectable);
+    }
+}
+
+void log_objects(Heap &heap, GcList &list, const char *what) {
+    for (GcHead *h = list.first(); h != list.end(); h = next_of(h))
+        log_line(heap, "gc: %s <%s %p>", what, type_name_of(object_of(h)), static_cast<void *>(object_of(h)));
+}
+
+// Uncollectable objects join `old`; those with tp_del (all of them under
+// DEBUG_SAVEALL) are listed in the garbage list. Returns how many there were.
+cgc_ssize_t keep_uncollectable(Heap &heap, GcList &uncollectable, GcList &old) {
+    cgc_ssize_t count = 0;
+    bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
+    if (heap.debug_flags & CGC_DEBUG_UNCOLLECTABLE) log_objects(heap, uncollectable, "uncollectable");
+    for (GcHead *h = uncollectable.first(); h != uncollectable.end(); h = next_of(h)) {
+        cgc_object *op = object_of(h);
+        if (save_all || op->ob_type->tp_del) save_as_garbage(heap, op);
+        ++count;
+    }
+    old.splice(uncollectable);
+    return count;
+}
+
 void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
     if (generation == CGC_NUM_GENERATIONS - 2) heap.long_lived_pending += survivors;
     if (generation == CGC_NUM_GENERATIONS - 1) {
@@ -249,14 +316,30 @@ void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
     }
 }
 
-}  // namespace
+void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &info) {
+    if (heap.callbacks.empty()) return;
+    Phase outer = heap.phase;
+    heap.phase = Phase::callbacks;  // a collection requested from here returns 0
+    auto callbacks = heap.callbacks;  // a callback may add or remove callbacks
+    for (auto &[callback, context] : callbacks) callback(phase, &info, context);
+    heap.phase = outer;
+}
 
-cgc_ssize_t collect(Heap &heap, int generation) {
-    if (heap.collecting()) return 0;
-    expect_phase(heap, Phase::idle);
-    auto start = std::chrono::steady_clock::now();
-    heap.collection_due = false;
+void log_generation_sizes(Heap &heap, int generation) {
+    log_line(heap, "gc: collecting generation %d...", generation);
+    log_line(heap, "gc: objects in each generation: %td %td %td", heap.generations[0].objects.size(),
+             heap.generations[1].objects.size(), heap.generations[2].objects.size());
+    log_line(heap, "gc: objects in permanent generation: %td", heap.permanent.size());
+}
 
+struct Outcome {
+    cgc_ssize_t candidates = 0;
+    cgc_ssize_t collected = 0;
+    cgc_ssize_t uncollectable = 0;
+};
+
+// Steps 1 to 4 on generation `generation` and the younger ones.
+Outcome run_collection(Heap &heap, int generation) {
     Generation *gens = heap.generations;
     GcList &candidates = gens[generation].objects;
     for (int younger = 0; younger < generation; ++younger) candidates.splice(gens[younger].objects);
@@ -265,25 +348,64 @@ cgc_ssize_t collect(Heap &heap, int generation) {
     if (!oldest) gens[generation + 1].count++;
     for (int g = 0; g <= generation; ++g) gens[g].count = 0;
 
+    Outcome outcome;
     GcList unreachable;
     Found found = find_unreachable(heap, candidates, unreachable);
+    outcome.candidates = found.candidates;
     update_long_lived(heap, generation, found.candidates - found.unreachable);
     if (!oldest) old.splice(candidates);
 
-    if (finalize_garbage(heap, unreachable)) keep_resurrected(heap, unreachable, old);
-    cgc_ssize_t collected = unreachable.size();
-    clear_garbage(heap, unreachable, old);
-    heap.phase = Phase::idle;
+    GcList uncollectable;
+    move_legacy_finalizers(unreachable, uncollectable);
+    if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, unreachable, "collectable");
 
+    heap.phase = Phase::finalizing;
+    bool user_code_ran = handle_weakrefs(heap, unreachable);
+    user_code_ran |= finalize_garbage(heap, unreachable);
+    if (user_code_ran) keep_resurrected(heap, unreachable, old);
+    clear_weakrefs_silently(heap, unreachable);
+    outcome.collected = unreachable.size();
+    clear_garbage(heap, unreachable, old);
+    outcome.uncollectable = keep_uncollectable(heap, uncollectable, old);
+    return outcome;
+}
+
+}  // namespace
+
+cgc_ssize_t collect(Heap &heap, int generation) {
+    if (heap.collecting()) return 0;
+    expect_phase(heap, Phase::idle);
+    heap.collection_due = false;
+    cgc_collection_info info{};
+    info.generation = generation;
+    heap.phase = Phase::callbacks;
+    invoke_callbacks(heap, "start", info);
+
+    bool stats_wanted = (heap.debug_flags & CGC_DEBUG_STATS) != 0;
+    if (stats_wanted) log_generation_sizes(heap, generation);
+    auto start = std::chrono::steady_clock::now();
+    Outcome outcome = run_collection(heap, generation);
     auto elapsed = std::chrono::steady_clock::now() - start;
     auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
-    cgc_generation_stats &stats = gens[generation].stats;
+    if (stats_wanted)
+        log_line(heap, "gc: done, %td unreachable, %td uncollectable, %.4fs elapsed",
+                 outcome.collected + outcome.uncollectable, outcome.uncollectable, static_cast<double>(ns) / 1e9);
+
+    cgc_generation_stats &stats = heap.generations[generation].stats;
     stats.collections++;
-    stats.collected += static_cast<uint64_t>(collected);
-    stats.examined += static_cast<uint64_t>(found.candidates);
+    stats.collected += static_cast<uint64_t>(outcome.collected);
+    stats.uncollectable += static_cast<uint64_t>(outcome.uncollectable);
+    stats.examined += static_cast<uint64_t>(outcome.candidates);
     stats.total_ns += ns;
-    if (ns > stats.max_pause_ns) stats.max_pause_ns = ns;
-    return collected;
+    stats.max_pause_ns = std::max(stats.max_pause_ns, ns);
+
+    info.collected = outcome.collected;
+    info.uncollectable = outcome.uncollectable;
+    info.candidates = outcome.candidates;
+    info.duration_ns = ns;
+    invoke_callbacks(heap, "stop", info);
+    heap.phase = Phase::idle;
+    return outcome.collected + outcome.uncollectable;
 }
 
 cgc_ssize_t collect_automatic(Heap &heap) {

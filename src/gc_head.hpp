@@ -6,12 +6,14 @@
 //           is untracked. Bit 0 (kUnreachableTag) marks, during a collection
 //           only, an object tentatively moved to the unreachable list.
 //   link[1] "prev": address of the previous header | flag bits:
-//           bit 0 kFinalized  tp_finalize has run (kept for the object's life)
-//           bit 1 kCollecting the object is in the set being collected
+//           bit 0 kFinalized   tp_finalize has run (kept for the object's life)
+//           bit 1 kCollecting  the object is in the set being collected
+//           bit 2 kHasWeakrefs weak references to it exist (weakref.cpp)
 //           While the collector computes reference counts, "prev" holds
-//           (gc_refs << 2) | flags instead of an address; no user code runs
+//           (gc_refs << 3) | flags instead of an address; no user code runs
 //           then except tp_traverse, which must not change the graph.
-// Headers are 16-byte aligned (malloc), so the low bits are free.
+// Headers are 16-byte aligned (malloc; list sentinels 8), so the low three
+// bits of an address are free.
 #pragma once
 
 #include <cyclegc/cyclegc.h>
@@ -25,8 +27,11 @@ using GcHead = cgc_gc_head;
 constexpr uintptr_t kUnreachableTag = 1;
 constexpr uintptr_t kFinalized = 1;
 constexpr uintptr_t kCollecting = 2;
-constexpr uintptr_t kFlagMask = 3;
-constexpr int kRefsShift = 2;
+constexpr uintptr_t kHasWeakrefs = 4;
+constexpr uintptr_t kFlagMask = 7;
+// The flags an object keeps when it is untracked or changes lists.
+constexpr uintptr_t kLifetimeFlags = kFinalized | kHasWeakrefs;
+constexpr int kRefsShift = 3;
 
 inline GcHead *head_of(const void *op) {
     return static_cast<GcHead *>(const_cast<void *>(op)) - 1;
@@ -48,13 +53,17 @@ inline bool is_finalized(const GcHead *h) { return (h->link[1] & kFinalized) != 
 inline void set_finalized(GcHead *h) { h->link[1] |= kFinalized; }
 inline bool is_collecting(const GcHead *h) { return (h->link[1] & kCollecting) != 0; }
 inline void clear_collecting(GcHead *h) { h->link[1] &= ~kCollecting; }
+inline bool has_weakrefs(const GcHead *h) { return (h->link[1] & kHasWeakrefs) != 0; }
+inline void set_has_weakrefs(GcHead *h, bool on) {
+    h->link[1] = on ? (h->link[1] | kHasWeakrefs) : (h->link[1] & ~kHasWeakrefs);
+}
 
 // gc_refs: only while the collector computes reachability.
 inline cgc_ssize_t refs_of(const GcHead *h) {
     return static_cast<cgc_ssize_t>(h->link[1] >> kRefsShift);
 }
 inline void set_refs(GcHead *h, cgc_ssize_t refs) {
-    h->link[1] = (static_cast<uintptr_t>(refs) << kRefsShift) | (h->link[1] & kFinalized) | kCollecting;
+    h->link[1] = (static_cast<uintptr_t>(refs) << kRefsShift) | (h->link[1] & kLifetimeFlags) | kCollecting;
 }
 
 // A circular doubly linked list with a sentinel. Outside a collection every

@@ -8,6 +8,9 @@
 
 #include <cstdarg>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace cyclegc::internal {
 
@@ -19,7 +22,10 @@ enum class Phase {
     finalizing,           // tp_finalize runs (user code)
     checking_resurrection,
     clearing,             // tp_clear and deallocations (user code)
+    callbacks,            // collection callbacks (user code) at start and stop
 };
+
+struct WeakRef;  // weakref.cpp
 
 struct Generation {
     GcList objects;
@@ -57,6 +63,18 @@ struct Heap {
     int dealloc_depth = 0;
     cgc_object *deferred_deallocs = nullptr;
 
+    // The gc module's surface (gc_module.cpp).
+    int debug_flags = 0;
+    cgc_log_sink log_sink = nullptr;
+    void *log_context = nullptr;
+    std::vector<std::pair<cgc_collection_callback, void *>> callbacks;
+    std::vector<cgc_object *> garbage;  // strong references
+
+    // Weak references: referent -> first weak reference to it. An object
+    // with weak references has kHasWeakrefs set, so the common case (none)
+    // costs one bit test at deallocation.
+    std::unordered_map<cgc_object *, WeakRef *> weakref_lists;
+
     // Errors.
     cgc_error_kind error_kind = CGC_ERR_NONE;
     std::string error_message;
@@ -89,6 +107,18 @@ inline bool has_gc_head(cgc_object *op) {
 // item past the end, as PyType_GenericAlloc does.
 cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
                             bool spare_item = false);
+
+// Writes one line to the heap's log sink (debug output).
+void log_line(Heap &heap, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+// Weak references during a collection (weakref.cpp). Clears weak references
+// to the unreachable objects and those that are themselves unreachable, then
+// runs the callbacks of the reachable ones; returns whether any ran.
+bool handle_weakrefs(Heap &heap, GcList &unreachable);
+// Clears, without callbacks, weak references to the unreachable objects
+// (made by finalizers) and unreachable weak reference objects.
+void clear_weakrefs_silently(Heap &heap, GcList &unreachable);
+bool is_weakref(cgc_object *op);
 
 // Collector entry points (collector.cpp).
 cgc_ssize_t collect(Heap &heap, int generation);

@@ -85,6 +85,8 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
 }
 
 void destroy(cgc_object *op) {
+    // Weak references die with their referent, before its destructor runs.
+    if (has_gc_head(op) && has_weakrefs(head_of(op))) cgc_clear_weakrefs(op);
     cgc_destructor dealloc = op->ob_type->tp_dealloc;
     (dealloc ? dealloc : cgc_default_dealloc)(op);
 }
@@ -236,7 +238,7 @@ void cgc_gc_track(void *memory) {
                type_name_of(op));
         return;
     }
-    h->link[1] &= kFinalized;
+    h->link[1] &= kLifetimeFlags;
     heap.generations[0].objects.append(h);
 }
 
@@ -258,7 +260,7 @@ void cgc_gc_untrack(void *memory) {
     }
     unlink(h);
     h->link[0] = 0;
-    h->link[1] &= kFinalized;
+    h->link[1] &= kLifetimeFlags;
 }
 
 int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }

@@ -241,6 +241,24 @@ typedef cgc_type_spec PyType_Spec;
 #define Py_tp_finalize CGC_tp_finalize
 #define Py_tp_vectorcall CGC_tp_vectorcall
 
+/* ---- Weak references and gc-module helpers ----------------------------- */
+/* cyclegc has no callable objects: a weak reference's callback is a C
+ * function (cgc_weakref_new); PyWeakref_NewRef takes only a NULL callback. */
+static inline PyObject *PyWeakref_NewRef(PyObject *ob, PyObject *callback) {
+    if (callback != NULL) {
+        cgc_error_set(CGC_ERR_VALUE, "PyWeakref_NewRef: callable callbacks are not supported by "
+                                     "cyclegc; pass NULL, or use cgc_weakref_new with a C callback");
+        return NULL;
+    }
+    return cgc_weakref_new(ob, NULL, NULL);
+}
+#define PyWeakref_GetRef cgc_weakref_get_ref
+#define PyWeakref_Check(op) cgc_weakref_check(_PyObject_CAST(op))
+#define PyWeakref_CheckRef(op) cgc_weakref_check(_PyObject_CAST(op))
+#define PyObject_ClearWeakRefs cgc_clear_weakrefs
+typedef cgc_object_visitor gcvisitobjects_t;
+#define PyUnstable_GC_VisitObjects cgc_visit_objects
+
 /* ---- Errors ----------------------------------------------------------- */
 /* cyclegc has no exception objects: PyErr_Occurred() returns non-NULL (a
  * marker, not an object) when an error is recorded; the message is

@@ -328,6 +328,95 @@ CGC_API void cgc_set_auto_mode(cgc_auto_mode mode);
 /* Runs a collection that is due, if any; returns what it returned. */
 CGC_API cgc_ssize_t cgc_safepoint(void);
 
+
+/* ---- The gc module's surface ------------------------------------------ */
+
+/* Debug flags (gc.DEBUG_*), CPython's values. Output goes to the log sink. */
+#define CGC_DEBUG_STATS 1
+#define CGC_DEBUG_COLLECTABLE 2
+#define CGC_DEBUG_UNCOLLECTABLE 4
+#define CGC_DEBUG_SAVEALL 32
+#define CGC_DEBUG_LEAK (CGC_DEBUG_COLLECTABLE | CGC_DEBUG_UNCOLLECTABLE | CGC_DEBUG_SAVEALL)
+CGC_API void cgc_set_debug(int flags);
+CGC_API int cgc_get_debug(void);
+
+/* Where debug output goes, one line (without newline) per call; NULL
+ * restores the default, stderr. Returns the previous sink. */
+typedef void (*cgc_log_sink)(const char *line, void *context);
+CGC_API cgc_log_sink cgc_set_log_sink(cgc_log_sink sink, void *context);
+
+/* Callbacks at the start and stop of every collection (gc.callbacks). */
+typedef struct cgc_collection_info {
+    int generation;
+    cgc_ssize_t collected;     /* "stop" only */
+    cgc_ssize_t uncollectable; /* "stop" only */
+    cgc_ssize_t candidates;    /* "stop" only: objects examined */
+    uint64_t duration_ns;      /* "stop" only */
+} cgc_collection_info;
+typedef void (*cgc_collection_callback)(const char *phase, const cgc_collection_info *info,
+                                        void *context);
+/* Returns 0, or -1 if out of memory. */
+CGC_API int cgc_add_collection_callback(cgc_collection_callback callback, void *context);
+/* Returns 0, or -1 if that (callback, context) pair is not registered. */
+CGC_API int cgc_remove_collection_callback(cgc_collection_callback callback, void *context);
+
+/* gc.freeze(): move every tracked object to a permanent generation that
+ * collections ignore; gc.unfreeze() moves them back to the oldest one. */
+CGC_API void cgc_freeze(void);
+CGC_API void cgc_unfreeze(void);
+CGC_API cgc_ssize_t cgc_get_freeze_count(void);
+
+/* A list of new references, returned by the introspection functions. */
+typedef struct cgc_object_list {
+    cgc_object **items;
+    cgc_ssize_t count;
+} cgc_object_list;
+/* Drops the references and frees the array. */
+CGC_API void cgc_object_list_release(cgc_object_list *list);
+
+/* Tracked objects of one generation (0..2), or of all (-1). 0, or -1. */
+CGC_API int cgc_get_objects(int generation, cgc_object_list *out);
+/* Tracked objects whose tp_traverse visits any of `objects`. */
+CGC_API int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out);
+/* What the tp_traverse of each of `objects` visits. */
+CGC_API int cgc_get_referents(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out);
+/* Calls `visitor` on every tracked object (permanent generation included),
+ * with automatic collection off, until it returns 0. */
+typedef int (*cgc_object_visitor)(cgc_object *object, void *arg);
+CGC_API void cgc_visit_objects(cgc_object_visitor visitor, void *arg);
+
+/* gc.garbage: uncollectable objects (legacy tp_del finalizers in cycles)
+ * and, with CGC_DEBUG_SAVEALL, every unreachable object. The list holds a
+ * reference to each. */
+CGC_API int cgc_get_garbage(cgc_object_list *out);
+CGC_API cgc_ssize_t cgc_garbage_count(void);
+/* Drops the list's references (which may free the objects). */
+CGC_API void cgc_garbage_clear(void);
+
+/* ---- Weak references -------------------------------------------------- */
+
+/* A weak reference to a GC object. The callback (optional) runs when the
+ * referent dies, with the weak reference (dead by then) and `context`;
+ * during a collection, only for weak references that are themselves
+ * reachable, and before any finalizer or tp_clear runs. */
+typedef void (*cgc_weakref_callback)(cgc_object *weakref, void *context);
+CGC_API extern cgc_type cgc_weakref_type;
+/* Returns a new reference to a weak reference object, or NULL. Without a
+ * callback, an existing callback-less weak reference may be returned. */
+CGC_API cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, void *context);
+/* Returns a new reference to the referent, or NULL if it is dead. */
+CGC_API cgc_object *cgc_weakref_get(cgc_object *weakref);
+/* PyWeakref_GetRef: 1 and a new reference, 0 and NULL if dead, -1 on error. */
+CGC_API int cgc_weakref_get_ref(cgc_object *weakref, cgc_object **out);
+CGC_API int cgc_weakref_check(cgc_object *object);
+/* Clears every weak reference to `object` and runs their callbacks. */
+CGC_API void cgc_clear_weakrefs(cgc_object *object);
+CGC_API cgc_ssize_t cgc_weakref_count(cgc_object *object);
+
+/* Errors inside finalizers, callbacks and tp_clear have nowhere to go: they
+ * are reported as CGC_ERR_UNRAISABLE ("unraisable", as in CPython). */
+CGC_API void cgc_report_unraisable(const char *message, cgc_object *object);
+
 /* Process-level setup (optional). Finalize runs final full collections. */
 CGC_API void cgc_initialize(void);
 CGC_API int cgc_finalize(void);

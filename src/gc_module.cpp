@@ -1,0 +1,262 @@
+// The gc module's surface beyond collecting: debug output, collection
+// callbacks, freezing, introspection, the garbage list, unraisable errors.
+#include "heap.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace cyclegc::internal {
+namespace {
+
+void log_to_stderr(const char *line, void *) { std::fprintf(stderr, "%s\n", line); }
+
+// A growable array of new references, as returned to the user.
+class ListBuilder {
+  public:
+    explicit ListBuilder(const char *function) : function_(function) {}
+    ~ListBuilder() {
+        for (cgc_object *op : items_) cgc_decref(op);
+    }
+    bool add(cgc_object *op) {
+        try {
+            items_.push_back(op);
+        } catch (...) {
+            report(CGC_ERR_MEMORY, "%s: out of memory", function_);
+            return false;
+        }
+        cgc_incref(op);
+        return true;
+    }
+    int finish(cgc_object_list *out) {
+        auto **items = static_cast<cgc_object **>(std::malloc(sizeof(cgc_object *) * (items_.size() + 1)));
+        if (!items) {
+            report(CGC_ERR_MEMORY, "%s: out of memory", function_);
+            return -1;
+        }
+        std::copy(items_.begin(), items_.end(), items);
+        out->items = items;
+        out->count = static_cast<cgc_ssize_t>(items_.size());
+        items_.clear();
+        return 0;
+    }
+
+  private:
+    const char *function_;
+    std::vector<cgc_object *> items_;
+};
+
+template <typename Visit>
+void for_each_tracked(Heap &heap, bool include_permanent, Visit visit) {
+    auto walk = [&](GcList &list) {
+        for (GcHead *h = list.first(); h != list.end();) {
+            GcHead *next = next_of(h);
+            if (!visit(object_of(h))) return false;
+            h = next;
+        }
+        return true;
+    };
+    for (auto &generation : heap.generations)
+        if (!walk(generation.objects)) return;
+    if (include_permanent) walk(heap.permanent);
+}
+
+bool check_out(cgc_object_list *out, const char *function) {
+    if (out) {
+        out->items = nullptr;
+        out->count = 0;
+        return true;
+    }
+    report(CGC_ERR_MISUSE, "%s: the output list is NULL", function);
+    return false;
+}
+
+struct ReferrerSearch {
+    cgc_object *const *targets;
+    cgc_ssize_t count;
+    bool found;
+};
+
+int visit_find_target(cgc_object *child, void *arg) {
+    auto *search = static_cast<ReferrerSearch *>(arg);
+    for (cgc_ssize_t i = 0; i < search->count; ++i) {
+        if (search->targets[i] == child) {
+            search->found = true;
+            return 1;  // stop this traversal: one hit is enough
+        }
+    }
+    return 0;
+}
+
+int visit_collect_referent(cgc_object *child, void *builder) {
+    return static_cast<ListBuilder *>(builder)->add(child) ? 0 : -1;
+}
+
+}  // namespace
+
+void log_line(Heap &heap, const char *format, ...) {
+    char buffer[512];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(buffer, sizeof buffer, format, args);
+    va_end(args);
+    (heap.log_sink ? heap.log_sink : log_to_stderr)(buffer, heap.log_context);
+}
+
+}  // namespace cyclegc::internal
+
+using namespace cyclegc::internal;
+
+extern "C" {
+
+void cgc_set_debug(int flags) { current_heap().debug_flags = flags; }
+int cgc_get_debug(void) { return current_heap().debug_flags; }
+
+cgc_log_sink cgc_set_log_sink(cgc_log_sink sink, void *context) {
+    Heap &heap = current_heap();
+    cgc_log_sink previous = heap.log_sink ? heap.log_sink : log_to_stderr;
+    heap.log_sink = sink;
+    heap.log_context = context;
+    return previous;
+}
+
+int cgc_add_collection_callback(cgc_collection_callback callback, void *context) {
+    if (!callback) {
+        report(CGC_ERR_MISUSE, "cgc_add_collection_callback: the callback is NULL");
+        return -1;
+    }
+    try {
+        current_heap().callbacks.emplace_back(callback, context);
+    } catch (...) {
+        report(CGC_ERR_MEMORY, "cgc_add_collection_callback: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int cgc_remove_collection_callback(cgc_collection_callback callback, void *context) {
+    auto &callbacks = current_heap().callbacks;
+    auto found = std::find(callbacks.begin(), callbacks.end(), std::make_pair(callback, context));
+    if (found == callbacks.end()) return -1;
+    callbacks.erase(found);
+    return 0;
+}
+
+void cgc_freeze(void) {
+    Heap &heap = current_heap();
+    if (heap.collecting()) {
+        report(CGC_ERR_MISUSE, "cgc_freeze (gc.freeze): called during a collection; ignored");
+        return;
+    }
+    for (auto &generation : heap.generations) {
+        heap.permanent.splice(generation.objects);
+        generation.count = 0;
+    }
+}
+
+void cgc_unfreeze(void) {
+    Heap &heap = current_heap();
+    if (heap.collecting()) {
+        report(CGC_ERR_MISUSE, "cgc_unfreeze (gc.unfreeze): called during a collection; ignored");
+        return;
+    }
+    heap.generations[CGC_NUM_GENERATIONS - 1].objects.splice(heap.permanent);
+}
+
+cgc_ssize_t cgc_get_freeze_count(void) { return current_heap().permanent.size(); }
+
+void cgc_object_list_release(cgc_object_list *list) {
+    if (!list) return;
+    for (cgc_ssize_t i = 0; i < list->count; ++i) cgc_decref(list->items[i]);
+    std::free(list->items);
+    list->items = nullptr;
+    list->count = 0;
+}
+
+int cgc_get_objects(int generation, cgc_object_list *out) {
+    const char *function = "cgc_get_objects (gc.get_objects)";
+    if (!check_out(out, function)) return -1;
+    if (generation < -1 || generation >= CGC_NUM_GENERATIONS) {
+        report(CGC_ERR_VALUE, "%s: generation must be in range(0, %d) or -1, not %d", function,
+               CGC_NUM_GENERATIONS, generation);
+        return -1;
+    }
+    Heap &heap = current_heap();
+    ListBuilder builder(function);
+    auto add = [&](GcList &list) {
+        for (GcHead *h = list.first(); h != list.end(); h = next_of(h))
+            if (!builder.add(object_of(h))) return false;
+        return true;
+    };
+    if (generation >= 0) {
+        if (!add(heap.generations[generation].objects)) return -1;
+    } else {
+        for (auto &g : heap.generations)
+            if (!add(g.objects)) return -1;
+    }
+    return builder.finish(out);
+}
+
+int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out) {
+    const char *function = "cgc_get_referrers (gc.get_referrers)";
+    if (!check_out(out, function)) return -1;
+    Heap &heap = current_heap();
+    ListBuilder builder(function);
+    bool ok = true;
+    for_each_tracked(heap, false, [&](cgc_object *op) {
+        ReferrerSearch search{objects, count, false};
+        if (cgc_traverseproc traverse = op->ob_type->tp_traverse) traverse(op, visit_find_target, &search);
+        if (search.found) ok = builder.add(op);
+        return ok;
+    });
+    return ok ? builder.finish(out) : -1;
+}
+
+int cgc_get_referents(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out) {
+    const char *function = "cgc_get_referents (gc.get_referents)";
+    if (!check_out(out, function)) return -1;
+    ListBuilder builder(function);
+    for (cgc_ssize_t i = 0; i < count; ++i) {
+        cgc_object *op = objects[i];
+        if (!op || !has_gc_head(op)) continue;  // as CPython: non-GC objects have no referents
+        if (cgc_traverseproc traverse = op->ob_type->tp_traverse)
+            if (traverse(op, visit_collect_referent, &builder) != 0) return -1;
+    }
+    return builder.finish(out);
+}
+
+void cgc_visit_objects(cgc_object_visitor visitor, void *arg) {
+    if (!visitor) return;
+    Heap &heap = current_heap();
+    bool was_enabled = heap.enabled;
+    heap.enabled = false;
+    for_each_tracked(heap, true, [&](cgc_object *op) { return visitor(op, arg) != 0; });
+    heap.enabled = was_enabled;
+}
+
+int cgc_get_garbage(cgc_object_list *out) {
+    const char *function = "cgc_get_garbage (gc.garbage)";
+    if (!check_out(out, function)) return -1;
+    ListBuilder builder(function);
+    for (cgc_object *op : current_heap().garbage)
+        if (!builder.add(op)) return -1;
+    return builder.finish(out);
+}
+
+cgc_ssize_t cgc_garbage_count(void) { return static_cast<cgc_ssize_t>(current_heap().garbage.size()); }
+
+void cgc_garbage_clear(void) {
+    std::vector<cgc_object *> dropped;
+    dropped.swap(current_heap().garbage);
+    for (cgc_object *op : dropped) cgc_decref(op);
+}
+
+void cgc_report_unraisable(const char *message, cgc_object *object) {
+    if (object)
+        report(CGC_ERR_UNRAISABLE, "Exception ignored in: <%s object at %p>: %s", type_name_of(object),
+               static_cast<void *>(object), message ? message : "");
+    else
+        report(CGC_ERR_UNRAISABLE, "Exception ignored: %s", message ? message : "");
+}
+
+}  // extern "C"

@@ -1,0 +1,208 @@
+// Weak references. A weak reference object (a tracked GC object, so that the
+// collector knows whether it is garbage itself) points to its referent
+// without owning a reference; the referent's weak references form a doubly
+// linked list found through the heap's side table, so any GC type supports
+// them without a tp_weaklistoffset field.
+#include "heap.hpp"
+
+namespace cyclegc::internal {
+
+struct WeakRef {
+    cgc_object ob_base;
+    cgc_object *referent;  // borrowed; NULL once the referent is dead
+    WeakRef *previous;
+    WeakRef *next;
+    cgc_weakref_callback callback;
+    void *context;
+};
+
+namespace {
+
+WeakRef *as_weakref(cgc_object *op) { return reinterpret_cast<WeakRef *>(op); }
+cgc_object *as_object(WeakRef *wr) { return &wr->ob_base; }
+
+// Unlinks `wr` from its referent's list; the referent becomes NULL.
+void detach(Heap &heap, WeakRef *wr) {
+    cgc_object *referent = wr->referent;
+    if (!referent) return;
+    if (wr->previous) {
+        wr->previous->next = wr->next;
+    } else {
+        auto found = heap.weakref_lists.find(referent);
+        if (wr->next) {
+            found->second = wr->next;
+        } else {
+            heap.weakref_lists.erase(found);
+            set_has_weakrefs(head_of(referent), false);
+        }
+    }
+    if (wr->next) wr->next->previous = wr->previous;
+    wr->referent = nullptr;
+    wr->previous = wr->next = nullptr;
+}
+
+WeakRef *first_weakref(Heap &heap, cgc_object *referent) {
+    if (!has_gc_head(referent) || !has_weakrefs(head_of(referent))) return nullptr;
+    auto found = heap.weakref_lists.find(referent);
+    return found == heap.weakref_lists.end() ? nullptr : found->second;
+}
+
+// Detaches every weak reference to `referent`; those with a callback for
+// which `wants_callback` holds are incref'd and queued.
+template <typename Predicate>
+void detach_all(Heap &heap, cgc_object *referent, std::vector<WeakRef *> &queue, Predicate wants_callback) {
+    while (WeakRef *wr = first_weakref(heap, referent)) {
+        detach(heap, wr);
+        if (wr->callback && wants_callback(wr)) {
+            cgc_incref(as_object(wr));
+            queue.push_back(wr);
+        }
+    }
+}
+
+void run_callbacks(std::vector<WeakRef *> &queue) {
+    for (WeakRef *wr : queue) {
+        wr->callback(as_object(wr), wr->context);
+        cgc_decref(as_object(wr));
+    }
+}
+
+int weakref_traverse(cgc_object *, cgc_visitproc, void *) { return 0; }
+
+int weakref_clear(cgc_object *self) {
+    detach(current_heap(), as_weakref(self));
+    return 0;
+}
+
+void weakref_dealloc(cgc_object *self) {
+    cgc_gc_untrack(self);
+    detach(current_heap(), as_weakref(self));
+    cgc_gc_del(self);
+}
+
+}  // namespace
+
+bool is_weakref(cgc_object *op) {
+    for (cgc_type *t = op->ob_type; t; t = t->tp_base)
+        if (t == &cgc_weakref_type) return true;
+    return false;
+}
+
+bool handle_weakrefs(Heap &heap, GcList &unreachable) {
+    std::vector<WeakRef *> queue;
+    for (GcHead *h = unreachable.first(); h != unreachable.end(); h = next_of(h)) {
+        cgc_object *op = object_of(h);
+        // A weak reference that is garbage itself must never call back
+        // (bpo-38006): its referent may die while the garbage is cleared.
+        if (is_weakref(op)) detach(heap, as_weakref(op));
+        // Only weak references that survive get their callback.
+        detach_all(heap, op, queue, [](WeakRef *wr) { return !is_collecting(head_of(wr)); });
+    }
+    run_callbacks(queue);
+    return !queue.empty();
+}
+
+void clear_weakrefs_silently(Heap &heap, GcList &unreachable) {
+    std::vector<WeakRef *> none;
+    for (GcHead *h = unreachable.first(); h != unreachable.end(); h = next_of(h)) {
+        cgc_object *op = object_of(h);
+        if (is_weakref(op)) detach(heap, as_weakref(op));
+        detach_all(heap, op, none, [](WeakRef *) { return false; });
+    }
+}
+
+}  // namespace cyclegc::internal
+
+using namespace cyclegc::internal;
+
+extern "C" {
+
+cgc_type cgc_weakref_type = {
+    .ob_base = {{1, &cgc_type_type}, 0},
+    .tp_name = "weakref",
+    .tp_basicsize = sizeof(WeakRef),
+    .tp_dealloc = weakref_dealloc,
+    .tp_flags = CGC_TPFLAGS_HAVE_GC,
+    .tp_doc = "a weak reference",
+    .tp_traverse = weakref_traverse,
+    .tp_clear = weakref_clear,
+};
+
+int cgc_weakref_check(cgc_object *op) { return op && is_weakref(op); }
+
+cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, void *context) {
+    const char *function = "cgc_weakref_new (PyWeakref_NewRef)";
+    if (!object) {
+        report(CGC_ERR_MISUSE, "%s: the object is NULL", function);
+        return nullptr;
+    }
+    if (!has_gc_head(object)) {
+        report(CGC_ERR_TYPE, "%s: cannot create weak reference to '%s' object (not a GC type)",
+               function, type_name_of(object));
+        return nullptr;
+    }
+    Heap &heap = current_heap();
+    WeakRef *first = first_weakref(heap, object);
+    if (!callback) {
+        for (WeakRef *wr = first; wr; wr = wr->next) {
+            if (!wr->callback && !wr->context) {
+                cgc_incref(as_object(wr));
+                return as_object(wr);
+            }
+        }
+    }
+    auto *wr = reinterpret_cast<WeakRef *>(cgc_gc_new(&cgc_weakref_type));
+    if (!wr) return nullptr;
+    try {
+        heap.weakref_lists[object] = wr;
+    } catch (...) {
+        cgc_gc_del(wr);
+        report(CGC_ERR_MEMORY, "%s: out of memory", function);
+        return nullptr;
+    }
+    wr->referent = object;
+    wr->next = first;
+    if (first) first->previous = wr;
+    wr->callback = callback;
+    wr->context = context;
+    set_has_weakrefs(head_of(object), true);
+    cgc_gc_track(wr);
+    return as_object(wr);
+}
+
+cgc_object *cgc_weakref_get(cgc_object *weakref) {
+    cgc_object *out = nullptr;
+    cgc_weakref_get_ref(weakref, &out);
+    return out;
+}
+
+int cgc_weakref_get_ref(cgc_object *weakref, cgc_object **out) {
+    if (out) *out = nullptr;
+    if (!weakref || !is_weakref(weakref) || !out) {
+        report(CGC_ERR_TYPE, "cgc_weakref_get_ref (PyWeakref_GetRef): expected a weak reference, "
+               "got %s", weakref ? type_name_of(weakref) : "NULL");
+        return -1;
+    }
+    cgc_object *referent = as_weakref(weakref)->referent;
+    if (!referent || referent->ob_refcnt <= 0) return 0;
+    cgc_incref(referent);
+    *out = referent;
+    return 1;
+}
+
+void cgc_clear_weakrefs(cgc_object *object) {
+    if (!object) return;
+    Heap &heap = current_heap();
+    if (!first_weakref(heap, object)) return;
+    std::vector<WeakRef *> queue;
+    detach_all(heap, object, queue, [](WeakRef *) { return true; });
+    run_callbacks(queue);
+}
+
+cgc_ssize_t cgc_weakref_count(cgc_object *object) {
+    cgc_ssize_t count = 0;
+    for (WeakRef *wr = object ? first_weakref(current_heap(), object) : nullptr; wr; wr = wr->next) ++count;
+    return count;
+}
+
+}  // extern "C"
