@@ -222,7 +222,7 @@ bool finalize_garbage(Heap &heap, GcList &unreachable) {
         if (!finalize || is_finalized(h)) continue;
         set_finalized(h);
         cgc_incref(op);
-        finalize(op);
+        call_user_code("tp_finalize", op, [&] { finalize(op); });
         cgc_decref(op);
         ran = true;
     }
@@ -250,7 +250,7 @@ void clear_garbage(Heap &heap, GcList &unreachable, GcList &old) {
             save_as_garbage(heap, op);
         } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
             cgc_incref(op);
-            clear(op);
+            call_user_code("tp_clear", op, [&] { clear(op); });
             cgc_decref(op);
         }
         if (unreachable.first() == h) {  // survived its clear
@@ -321,7 +321,8 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     Phase outer = heap.phase;
     heap.phase = Phase::callbacks;  // a collection requested from here returns 0
     auto callbacks = heap.callbacks;  // a callback may add or remove callbacks
-    for (auto &[callback, context] : callbacks) callback(phase, &info, context);
+    for (auto &[callback, context] : callbacks)
+        call_user_code("a collection callback", nullptr, [&] { callback(phase, &info, context); });
     heap.phase = outer;
 }
 

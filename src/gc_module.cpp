@@ -103,6 +103,12 @@ void log_line(Heap &heap, const char *format, ...) {
     (heap.log_sink ? heap.log_sink : log_to_stderr)(buffer, heap.log_context);
 }
 
+void report_unraisable_exception(const char *what, cgc_object *op, const char *message) noexcept {
+    char buffer[768];
+    std::snprintf(buffer, sizeof buffer, "%s: %s", what, message);
+    cgc_report_unraisable(buffer, op);
+}
+
 }  // namespace cyclegc::internal
 
 using namespace cyclegc::internal;
@@ -252,11 +258,25 @@ void cgc_garbage_clear(void) {
 }
 
 void cgc_report_unraisable(const char *message, cgc_object *object) {
+    Heap &heap = current_heap();
+    if (!message) message = "";
+    if (heap.unraisable_hook) {
+        heap.unraisable_hook(message, object, heap.unraisable_hook_context);
+        return;
+    }
     if (object)
         report(CGC_ERR_UNRAISABLE, "Exception ignored in: <%s object at %p>: %s", type_name_of(object),
-               static_cast<void *>(object), message ? message : "");
+               static_cast<void *>(object), message);
     else
-        report(CGC_ERR_UNRAISABLE, "Exception ignored: %s", message ? message : "");
+        report(CGC_ERR_UNRAISABLE, "Exception ignored: %s", message);
+}
+
+cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *context) {
+    Heap &heap = current_heap();
+    cgc_unraisable_hook previous = heap.unraisable_hook;
+    heap.unraisable_hook = hook;
+    heap.unraisable_hook_context = context;
+    return previous;
 }
 
 }  // extern "C"

@@ -27,6 +27,20 @@ void print_to_stderr(cgc_error_kind, const char *message, void *) {
     std::fprintf(stderr, "cyclegc: %s\n", message);
 }
 
+// As CPython at exit: uncollectable objects left in the garbage list are
+// announced (listed with DEBUG_UNCOLLECTABLE), unless DEBUG_SAVEALL put
+// them there on purpose.
+void report_garbage_at_shutdown(Heap &heap) {
+    if (heap.garbage.empty() || (heap.debug_flags & CGC_DEBUG_SAVEALL)) return;
+    if (heap.debug_flags & CGC_DEBUG_UNCOLLECTABLE) {
+        for (cgc_object *op : heap.garbage)
+            log_line(heap, "gc: uncollectable <%s %p>", type_name_of(op), static_cast<void *>(op));
+    } else {
+        log_line(heap, "ResourceWarning: gc: %zu uncollectable objects at shutdown; use "
+                 "cgc_set_debug(CGC_DEBUG_UNCOLLECTABLE) to list them", heap.garbage.size());
+    }
+}
+
 }  // namespace
 
 Heap &current_heap() {
@@ -194,6 +208,7 @@ int cgc_finalize(void) {
     for (int round = 0; round < 16; ++round) {
         if (collect(heap, CGC_NUM_GENERATIONS - 1) == 0) break;
     }
+    report_garbage_at_shutdown(heap);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <cyclegc/cyclegc.h>
 
 #include <cstdarg>
+#include <exception>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -79,6 +80,8 @@ struct Heap {
     cgc_error_kind error_kind = CGC_ERR_NONE;
     std::string error_message;
     cgc_error_hook error_hook = nullptr;
+    cgc_unraisable_hook unraisable_hook = nullptr;
+    void *unraisable_hook_context = nullptr;
     void *error_hook_context = nullptr;
     uint64_t error_counts[CGC_ERR_UNRAISABLE + 1] = {};
 
@@ -107,6 +110,22 @@ inline bool has_gc_head(cgc_object *op) {
 // item past the end, as PyType_GenericAlloc does.
 cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
                             bool spare_item = false);
+
+void report_unraisable_exception(const char *what, cgc_object *op, const char *message) noexcept;
+
+// Runs user code (a finalizer, tp_clear, a callback) from inside the
+// collector: a C++ exception escaping it must not unwind through the
+// collector, so it is reported as unraisable and swallowed.
+template <typename Function>
+void call_user_code(const char *what, cgc_object *op, Function function) noexcept {
+    try {
+        function();
+    } catch (const std::exception &error) {
+        report_unraisable_exception(what, op, error.what());
+    } catch (...) {
+        report_unraisable_exception(what, op, "unknown exception");
+    }
+}
 
 // Writes one line to the heap's log sink (debug output).
 void log_line(Heap &heap, const char *format, ...) __attribute__((format(printf, 2, 3)));

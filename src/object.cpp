@@ -271,6 +271,24 @@ int cgc_gc_is_finalized(cgc_object *op) {
     return op && has_gc_head(op) && cyclegc::internal::is_finalized(head_of(op));
 }
 
+void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
+    note_gc_allocation(current_heap());
+    if (alignment > 16) {
+        report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
+        return nullptr;
+    }
+    void *memory = std::malloc(size ? size : 1);
+    if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
+    return memory;
+}
+
+void cgc_gc_raw_free(void *memory) {
+    if (!memory) return;
+    Generation &young = current_heap().generations[0];
+    if (young.count > 0) young.count--;
+    std::free(memory);
+}
+
 void *cgc_malloc(size_t size) { return std::malloc(size ? size : 1); }
 void *cgc_calloc(size_t count, size_t size) { return std::calloc(count ? count : 1, size ? size : 1); }
 void *cgc_realloc(void *memory, size_t size) { return std::realloc(memory, size ? size : 1); }

@@ -14,6 +14,7 @@ struct WeakRef {
     WeakRef *next;
     cgc_weakref_callback callback;
     void *context;
+    void (*destroy_context)(void *);
 };
 
 namespace {
@@ -62,7 +63,7 @@ void detach_all(Heap &heap, cgc_object *referent, std::vector<WeakRef *> &queue,
 
 void run_callbacks(std::vector<WeakRef *> &queue) {
     for (WeakRef *wr : queue) {
-        wr->callback(as_object(wr), wr->context);
+        call_user_code("a weak reference callback", as_object(wr), [&] { wr->callback(as_object(wr), wr->context); });
         cgc_decref(as_object(wr));
     }
 }
@@ -76,7 +77,9 @@ int weakref_clear(cgc_object *self) {
 
 void weakref_dealloc(cgc_object *self) {
     cgc_gc_untrack(self);
-    detach(current_heap(), as_weakref(self));
+    WeakRef *wr = as_weakref(self);
+    detach(current_heap(), wr);
+    if (wr->destroy_context) wr->destroy_context(wr->context);
     cgc_gc_del(self);
 }
 
@@ -131,6 +134,11 @@ cgc_type cgc_weakref_type = {
 int cgc_weakref_check(cgc_object *op) { return op && is_weakref(op); }
 
 cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, void *context) {
+    return cgc_weakref_new_owning(object, callback, context, nullptr);
+}
+
+cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback callback, void *context,
+                                   void (*destroy)(void *)) {
     const char *function = "cgc_weakref_new (PyWeakref_NewRef)";
     if (!object) {
         report(CGC_ERR_MISUSE, "%s: the object is NULL", function);
@@ -143,9 +151,9 @@ cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, v
     }
     Heap &heap = current_heap();
     WeakRef *first = first_weakref(heap, object);
-    if (!callback) {
+    if (!callback && !destroy) {
         for (WeakRef *wr = first; wr; wr = wr->next) {
-            if (!wr->callback && !wr->context) {
+            if (!wr->callback && !wr->context && !wr->destroy_context) {
                 cgc_incref(as_object(wr));
                 return as_object(wr);
             }
@@ -165,6 +173,7 @@ cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, v
     if (first) first->previous = wr;
     wr->callback = callback;
     wr->context = context;
+    wr->destroy_context = destroy;
     set_has_weakrefs(head_of(object), true);
     cgc_gc_track(wr);
     return as_object(wr);

@@ -215,6 +215,12 @@ CGC_API int cgc_is_gc(cgc_object *op);
 CGC_API int cgc_gc_is_tracked(cgc_object *op);
 CGC_API int cgc_gc_is_finalized(cgc_object *op);
 
+/* Memory for an object that embeds its own collector header (the C++ API's
+ * cyclegc::object): counts as a GC allocation (and may collect, before the
+ * memory exists). `alignment` is at most 16. */
+CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
+CGC_API void cgc_gc_raw_free(void *memory);
+
 /* Raw memory (no object header). */
 CGC_API void *cgc_malloc(size_t size);
 CGC_API void *cgc_calloc(size_t count, size_t size);
@@ -404,6 +410,10 @@ CGC_API extern cgc_type cgc_weakref_type;
 /* Returns a new reference to a weak reference object, or NULL. Without a
  * callback, an existing callback-less weak reference may be returned. */
 CGC_API cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, void *context);
+/* The same, with `destroy(context)` called when the weak reference object
+ * itself is freed (for a context the weak reference owns). */
+CGC_API cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback callback,
+                                           void *context, void (*destroy)(void *context));
 /* Returns a new reference to the referent, or NULL if it is dead. */
 CGC_API cgc_object *cgc_weakref_get(cgc_object *weakref);
 /* PyWeakref_GetRef: 1 and a new reference, 0 and NULL if dead, -1 on error. */
@@ -416,6 +426,10 @@ CGC_API cgc_ssize_t cgc_weakref_count(cgc_object *object);
 /* Errors inside finalizers, callbacks and tp_clear have nowhere to go: they
  * are reported as CGC_ERR_UNRAISABLE ("unraisable", as in CPython). */
 CGC_API void cgc_report_unraisable(const char *message, cgc_object *object);
+/* Where unraisable errors go; NULL restores the default (the error hook,
+ * which prints to stderr). Returns the previous hook. */
+typedef void (*cgc_unraisable_hook)(const char *message, cgc_object *object, void *context);
+CGC_API cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *context);
 
 /* Process-level setup (optional). Finalize runs final full collections. */
 CGC_API void cgc_initialize(void);

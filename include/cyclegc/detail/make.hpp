@@ -1,0 +1,39 @@
+// cyclegc::make<T>(args...): construct a collected object.
+#ifndef CYCLEGC_DETAIL_MAKE_HPP
+#define CYCLEGC_DETAIL_MAKE_HPP
+
+#include "type.hpp"
+
+#include <new>
+#include <utility>
+
+namespace cyclegc {
+
+// Constructs a T in collector memory and returns the first reference to it.
+// The object is tracked once its constructor has finished (if T has a
+// `trace` member); an exception from the constructor frees the memory.
+// May run an automatic collection first, before the object exists.
+template <class T, class... Args>
+ref<T> make(Args &&...args) {
+    static_assert(detail::cxx_object<T>, "cyclegc::make<T>: T must derive from cyclegc::object");
+    static_assert(!std::is_abstract_v<T>, "cyclegc::make<T>: T is abstract");
+    static_assert(alignof(T) <= 16, "cyclegc::make<T>: T needs more than 16-byte alignment");
+    cgc_type *type = type_of<T>();
+    void *memory = cgc_gc_raw_alloc(sizeof(T), alignof(T));
+    if (!memory) throw std::bad_alloc();
+    T *self;
+    try {
+        self = ::new (memory) T(std::forward<Args>(args)...);
+    } catch (...) {
+        cgc_gc_raw_free(memory);
+        throw;
+    }
+    cgc_object *op = detail::header(self);
+    op->ob_type = type;
+    if constexpr (detail::traced<T>) cgc_gc_track(op);
+    return ref<T>::adopt(self);
+}
+
+}  // namespace cyclegc
+
+#endif

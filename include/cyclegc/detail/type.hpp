@@ -1,0 +1,128 @@
+// The type object cyclegc makes for each C++ type T, so that the C API and
+// the collector see C++ objects like any other: tp_traverse and tp_clear
+// call T::trace, tp_finalize calls T::finalize, tp_dealloc runs ~T.
+#ifndef CYCLEGC_DETAIL_TYPE_HPP
+#define CYCLEGC_DETAIL_TYPE_HPP
+
+#include "tracer.hpp"
+
+#include <cstdlib>
+#include <cxxabi.h>
+#include <exception>
+#include <string>
+#include <typeinfo>
+
+namespace cyclegc {
+namespace detail {
+
+template <class T>
+concept traced = requires(T &t, tracer &tr) { t.trace(tr); };
+
+template <class T>
+concept finalizable = requires(T &t) { t.finalize(); };
+
+inline std::string demangle(const char *name) {
+    int status = 0;
+    char *readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    std::string result = status == 0 && readable ? readable : name;
+    std::free(readable);
+    return result;
+}
+
+// Reports an exception that escaped a finalizer or callback to the
+// unraisable hook (cgc_set_unraisable_hook), naming its type and message.
+inline void report_exception(const char *where, cgc_object *op) noexcept {
+    std::string message = where;
+    try {
+        throw;
+    } catch (const std::exception &error) {
+        message += ": ";
+        message += demangle(typeid(error).name());
+        message += ": ";
+        message += error.what();
+    } catch (...) {
+        message += ": unknown exception";
+    }
+    cgc_report_unraisable(message.c_str(), op);
+}
+
+template <class T>
+struct cxx_type {
+    static int traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
+        tracer t = tracer::visitor(visit, arg);
+        downcast<T>(op)->trace(t);
+        return t.result();
+    }
+    static int clear(cgc_object *op) {
+        tracer t = tracer::clearer();
+        downcast<T>(op)->trace(t);
+        return 0;
+    }
+    static int traverse_nothing(cgc_object *, cgc_visitproc, void *) { return 0; }
+    static void finalize(cgc_object *op) {
+        try {
+            downcast<T>(op)->finalize();
+        } catch (...) {
+            report_exception("finalize()", op);
+        }
+    }
+    static void dealloc(cgc_object *op) {
+        cgc_gc_untrack(op);
+        if constexpr (finalizable<T>) {
+            // PEP 442: a dying object is finalized once, and may resurrect.
+            if constexpr (traced<T>) cgc_gc_track(op);
+            if (cgc_call_finalizer_from_dealloc(op) < 0) return;
+            cgc_gc_untrack(op);
+        }
+        T *self = downcast<T>(op);
+        self->~T();
+        cgc_gc_raw_free(static_cast<void *>(self));
+    }
+    // tp_free takes the C object; the memory starts at the C++ object.
+    static void free_memory(void *op) {
+        cgc_gc_raw_free(static_cast<void *>(downcast<T>(static_cast<cgc_object *>(op))));
+    }
+
+    static cgc_type make() {
+        static const std::string name = demangle(typeid(T).name());
+        cgc_type type{};
+        type.tp_name = name.c_str();
+        type.tp_basicsize = sizeof(T);
+        // Every C++ object has a collector header (in cyclegc::object), so
+        // every C++ type is a GC type (weak references work on leaves too);
+        // only types with references (a trace member) are ever tracked.
+        type.tp_flags = CGC_TPFLAGS_HAVE_GC;
+        type.tp_dealloc = dealloc;
+        if constexpr (traced<T>) {
+            type.tp_traverse = traverse;
+            type.tp_clear = clear;
+        } else {
+            type.tp_traverse = traverse_nothing;
+        }
+        if constexpr (finalizable<T>) type.tp_finalize = finalize;
+        type.tp_free = free_memory;
+        return type;
+    }
+
+    static cgc_type *get() {
+        static cgc_type type = [] {
+            cgc_type t = make();
+            cgc_type_ready(&t);
+            return t;
+        }();
+        return &type;
+    }
+};
+
+}  // namespace detail
+
+// The type object of a C++ type: what Py_TYPE() of its instances is.
+template <class T>
+    requires detail::cxx_object<T>
+cgc_type *type_of() {
+    return detail::cxx_type<std::remove_cv_t<T>>::get();
+}
+
+}  // namespace cyclegc
+
+#endif
