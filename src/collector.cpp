@@ -3,38 +3,35 @@
 // Reference counting frees every object whose count drops to zero. What it
 // cannot free are groups of objects that refer to each other (cycles) and
 // that nothing outside the group refers to. A collection finds them among
-// the tracked objects of one generation (and the younger ones), the
-// "candidates", in four steps (see docs/design.md for a worked example):
+// the tracked objects of one generation and the younger ones, the
+// "candidates" (see docs/design.md for a worked example):
 //
-//  1. Find the unreachable set (no user code runs but tp_traverse):
-//     a. gc_refs := ob_refcnt for every candidate;
+//  1. Find the unreachable set. No user code runs but tp_traverse.
+//     a. gc_refs := ob_refcnt for every candidate (kept in its GcMeta);
 //     b. for every reference from a candidate to a candidate (visited by
-//        tp_traverse), decrement the target's gc_refs. What remains is the
-//        number of references from outside the candidates: from untracked
-//        objects, older generations, C variables;
+//        tp_traverse), decrement the target's gc_refs. What remains counts
+//        the references from outside the candidates: untracked objects,
+//        older generations, C variables;
 //     c. candidates with gc_refs > 0 are reachable, and so is everything
-//        they reach: one forward scan of the list moves every candidate
-//        that looks unreachable to an "unreachable" list, and moves it back
-//        (to the end of the list being scanned) when a reachable object
-//        turns out to reach it. No recursion, no allocation: the state lives
-//        in the two header words (gc_head.hpp).
-//     Survivors move to the next older generation. Unreachable objects with
-//     a legacy finalizer (tp_del), and all they reach, are set apart as
-//     uncollectable (kept, and listed in the garbage list).
+//        they reach: marked with an explicit stack (no recursion);
+//     d. the unmarked candidates form the unreachable set (an array; an
+//        object freed or untracked later leaves a NULL behind). The others
+//        move to the next older generation.
+//     Unreachable objects with a legacy finalizer (tp_del), and all they
+//     reach, are set apart as uncollectable (kept, listed as garbage).
 //  2. Weak references to unreachable objects are cleared, and the callbacks
 //     of those weak references that are themselves reachable run: no
-//     callback can see a half-destroyed object.
-//     Finalize (PEP 442): call tp_finalize on every unreachable object not
-//     finalized before, before any tp_clear. A finalizer may do anything:
-//     resurrect objects, free others, create garbage, ask for a collection
-//     (refused while one runs).
-//  3. If any finalizer ran, repeat step 1 on the unreachable set with the
-//     current counts: an object a finalizer made reachable again, and all it
+//     callback can see a half-destroyed object. Then finalize (PEP 442):
+//     tp_finalize on every unreachable object not finalized before, before
+//     any tp_clear. A finalizer may do anything: resurrect objects, free
+//     others, create garbage, ask for a collection (refused while one runs).
+//  3. If any callback or finalizer ran, repeat step 1 on the unreachable set
+//     with the current counts: an object made reachable again, and all it
 //     reaches, survives ("resurrection").
-//  4. Clear weak references made meanwhile, then clear: take the first unreachable object, call its tp_clear (dropping
-//     its references breaks the cycle, and reference counting frees the
-//     rest, which unlinks itself from the list); an object still first
-//     afterwards (no tp_clear, or kept alive) moves to the old generation.
+//  4. Clear weak references made meanwhile, then call each unreachable
+//     object's tp_clear (dropping its references breaks the cycle, and
+//     reference counting frees the rest); an object not freed by that (no
+//     tp_clear, or kept alive) moves to the old generation.
 //
 // An object's states: untracked -> tracked in generation g -> candidate
 // (kCollecting) -> reachable (back in a generation) or unreachable ->
@@ -45,6 +42,7 @@
 // the object valid; tp_dealloc untracks before it invalidates references.
 // Broken counts (more references found than the count says) are reported
 // and the object is kept alive instead of freed.
+#include "arena.hpp"
 #include "heap.hpp"
 
 #include <algorithm>
@@ -54,9 +52,9 @@
 namespace cyclegc::internal {
 namespace {
 
-// gc_refs given to an object whose count cannot be trusted: it stays
-// reachable for the rest of the collection, whatever else is subtracted.
-constexpr cgc_ssize_t kBrokenRefs = cgc_ssize_t(1) << 40;
+// gc_refs given to an object whose count cannot be trusted (or is huge): it
+// stays reachable for the rest of the collection, whatever is subtracted.
+constexpr uint32_t kPinnedRefs = uint32_t(1) << 31;
 
 void expect_phase(const Heap &heap, Phase phase) {
 #if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
@@ -75,31 +73,64 @@ void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
     if (cgc_traverseproc traverse_function = op->ob_type->tp_traverse) traverse_function(op, visit, arg);
 }
 
-// Step 1a. Returns the number of candidates.
-cgc_ssize_t init_refs(GcList &candidates) {
+// Whether `op` is a GC object (has a GcMeta): one compare when the arena is
+// reserved, instead of reading the object's type (a cache miss).
+inline bool is_gc_object(cgc_object *op) {
+    return g_arena->reserved() ? g_arena->contains(op) : has_gc_head(op);
+}
+
+// The candidates of a young collection: the young arrays.
+class YoungCandidates {
+  public:
+    YoungCandidates(Heap &heap, int generation) {
+        list_.swap(heap.young[0]);
+        if (generation == 1) {
+            auto &older = heap.young[1];
+            try {
+                list_.insert(list_.end(), older.begin(), older.end());
+                older.clear();
+            } catch (...) {
+                // Out of memory: generation 1 stays out of this collection.
+            }
+        }
+    }
+    template <typename F>
+    void for_each(F f) {
+        for (cgc_object *op : list_) f(op, meta_of(op));
+    }
+
+  private:
+    std::vector<cgc_object *> list_;
+};
+
+// Step 1a (and 3). Returns the number of candidates.
+template <typename Set>
+cgc_ssize_t init_refs(Set &set) {
     cgc_ssize_t count = 0;
-    for (GcHead *h = candidates.first(); h != candidates.end(); h = next_of(h)) {
-        cgc_object *op = object_of(h);
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
         cgc_ssize_t refcnt = op->ob_refcnt;
+        uint32_t refs;
         if (refcnt <= 0) {
             report(CGC_ERR_CORRUPTION,
                    "collector: tracked object %p of type '%s' has reference count %td: its "
                    "tp_dealloc did not untrack it, or a Py_DECREF is too many; kept alive",
                    static_cast<void *>(op), type_name_of(op), refcnt);
-            refcnt = kBrokenRefs;
+            refs = kPinnedRefs;
+        } else {
+            refs = refcnt >= kPinnedRefs ? kPinnedRefs : static_cast<uint32_t>(refcnt);
         }
-        set_refs(h, refcnt);
+        meta.word = refs;
+        meta.flags = static_cast<uint8_t>((meta.flags | kCollecting) & ~kReachable);
         ++count;
-    }
+    });
     return count;
 }
 
 int visit_subtract(cgc_object *child, void *parent) {
-    if (!has_gc_head(child)) return 0;
-    GcHead *h = head_of(child);
-    if (!is_collecting(h)) return 0;
-    cgc_ssize_t refs = refs_of(h);
-    if (refs == 0) {
+    if (!is_gc_object(child)) return 0;
+    GcMeta &meta = meta_of(child);
+    if (!(meta.flags & kCollecting)) return 0;
+    if (meta.word == 0) {
         auto *from = static_cast<cgc_object *>(parent);
         report(CGC_ERR_CORRUPTION,
                "collector: object %p of type '%s' has reference count %td, but more references "
@@ -107,80 +138,353 @@ int visit_subtract(cgc_object *child, void *parent) {
                "reference it does not own, or a Py_INCREF is missing; the object is kept alive",
                static_cast<void *>(child), type_name_of(child), child->ob_refcnt,
                static_cast<void *>(from), type_name_of(from));
-        refs = kBrokenRefs + 1;
+        meta.word = kPinnedRefs;
+    } else if (meta.word != kPinnedRefs) {
+        meta.word--;
     }
-    set_refs(h, refs - 1);
     return 0;
 }
 
 // Step 1b.
-void subtract_internal_refs(GcList &candidates) {
-    for (GcHead *h = candidates.first(); h != candidates.end(); h = next_of(h))
-        traverse(object_of(h), visit_subtract, object_of(h));
+template <typename Set>
+void subtract_internal_refs(Set &set) {
+    set.for_each([](cgc_object *op, GcMeta &) { traverse(op, visit_subtract, op); });
 }
 
-// Appends `h` to `unreachable`, tagged: its "prev" becomes an address again.
-void move_to_unreachable(GcHead *h, GcList &unreachable) {
-    GcHead *tail = unreachable.last();
-    uintptr_t tail_tag = tail == unreachable.end() ? 0 : kUnreachableTag;
-    tail->link[0] = reinterpret_cast<uintptr_t>(h) | tail_tag;
-    h->link[0] = reinterpret_cast<uintptr_t>(unreachable.end()) | kUnreachableTag;
-    h->link[1] = reinterpret_cast<uintptr_t>(tail) | (h->link[1] & kLifetimeFlags) | kCollecting;
-    unreachable.sentinel.link[1] = reinterpret_cast<uintptr_t>(h);
-}
+struct MarkStack {
+    std::vector<cgc_object *> items;
+    bool failed = false;
+};
 
-int visit_reachable(cgc_object *child, void *list) {
-    if (!has_gc_head(child)) return 0;
-    GcHead *h = head_of(child);
-    if (!is_collecting(h)) return 0;  // not a candidate, or already scanned
-    if (is_tagged_unreachable(h)) {
-        // Wrongly thought unreachable: unlink it from the (tagged) list...
-        GcHead *prev = prev_of(h);
-        GcHead *next = next_of(h);
-        prev->link[0] = reinterpret_cast<uintptr_t>(next) | (prev->link[0] & kUnreachableTag);
-        next->link[1] = reinterpret_cast<uintptr_t>(prev) | (next->link[1] & kFlagMask);
-        // ...and put it back at the end of the list being scanned, which is
-        // singly linked now; its sentinel's "prev" still names the tail.
-        auto &candidates = *static_cast<GcList *>(list);
-        set_next(candidates.last(), h);
-        set_next(h, candidates.end());
-        candidates.sentinel.link[1] = reinterpret_cast<uintptr_t>(h);
-        set_refs(h, 1);
-    } else if (refs_of(h) == 0) {
-        set_refs(h, 1);  // ahead in the scan: it will be scanned as reachable
+// Marks `child` reachable and pushes it, to be traversed; 1 stops the
+// traversal when the stack cannot grow.
+int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
+    meta.flags |= kReachable;
+    __builtin_prefetch(child);  // it will be traversed soon
+    try {
+        stack->items.push_back(child);
+    } catch (...) {
+        stack->failed = true;
+        return 1;
     }
     return 0;
 }
 
-// Step 1c. Leaves the reachable candidates in `candidates` (a proper list
-// again, kCollecting cleared) and the others in `unreachable` (kCollecting
-// set, tags cleared). Returns the number of unreachable objects.
-cgc_ssize_t move_unreachable(GcList &candidates, GcList &unreachable) {
-    GcHead *prev = candidates.end();
-    GcHead *h = candidates.first();
-    while (h != candidates.end()) {
-        if (refs_of(h) > 0) {
-            traverse(object_of(h), visit_reachable, &candidates);
-            h->link[1] = reinterpret_cast<uintptr_t>(prev) | (h->link[1] & kLifetimeFlags);
-            prev = h;
-            h = next_of(h);
-        } else {
-            GcHead *next = next_of(h);
-            set_next(prev, next);
-            move_to_unreachable(h, unreachable);
-            h = next;
-        }
-    }
-    candidates.sentinel.link[1] = reinterpret_cast<uintptr_t>(prev);
-    cgc_ssize_t count = 0;
-    for (GcHead *u = unreachable.first(); u != unreachable.end(); u = next_of(u)) {
-        u->link[0] &= ~kUnreachableTag;
-        ++count;
-    }
-    return count;
+int visit_mark(cgc_object *child, void *arg) {
+    if (!is_gc_object(child)) return 0;
+    GcMeta &meta = meta_of(child);
+    if ((meta.flags & (kCollecting | kReachable)) != kCollecting) return 0;
+    return push_reachable(child, meta, static_cast<MarkStack *>(arg));
 }
 
-// DEBUG_SAVEALL: the object goes to the garbage list instead of being cleared.
+// Step 1c: marks what the externally referenced candidates reach. Returns
+// false if it ran out of memory (then nothing may be called unreachable).
+template <typename Set>
+bool mark_reachable(Set &set) {
+    MarkStack stack;
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
+        if (stack.failed || meta.word == 0 || (meta.flags & kReachable)) return;
+        meta.flags |= kReachable;
+        traverse(op, visit_mark, &stack);
+        while (!stack.failed && !stack.items.empty()) {
+            cgc_object *next = stack.items.back();
+            stack.items.pop_back();
+            traverse(next, visit_mark, &stack);
+        }
+    });
+    if (stack.failed) report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; "
+                             "this collection frees nothing");
+    return !stack.failed;
+}
+
+// The unreachable array seen as a set of candidates (for steps 3 and 4).
+struct UnreachableSet {
+    std::vector<cgc_object *> &items;
+    template <typename F>
+    void for_each(F f) {
+        for (cgc_object *op : items)
+            if (op) f(op, meta_of(op));
+    }
+};
+
+// Leaves the set being collected (reachable, resurrected, uncollectable or
+// surviving its clear): back to generation `generation`.
+void leave_collection(Heap &heap, cgc_object *op, GcMeta &meta, int generation) {
+    meta.flags = static_cast<uint8_t>(meta.flags & ~(kCollecting | kReachable));
+    place_in_generation(heap, op, meta, generation);
+}
+
+// Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
+template <typename Set>
+cgc_ssize_t sweep(Heap &heap, Set &set, bool marked, int older) {
+    auto &unreachable = heap.unreachable;
+    cgc_ssize_t found = 0;
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
+        if (marked && !(meta.flags & kReachable)) {
+            try {
+                unreachable.push_back(op);
+                meta.word = static_cast<uint32_t>(unreachable.size() - 1);
+                ++found;
+                return;
+            } catch (...) {
+                // No memory to list it: it survives this collection.
+            }
+        }
+        leave_collection(heap, op, meta, older);
+    });
+    return found;
+}
+
+struct Found {
+    cgc_ssize_t candidates = 0;
+    cgc_ssize_t unreachable = 0;
+};
+
+// ---- Full collections ----------------------------------------------------
+//
+// Every tracked object but the frozen ones is a candidate, so the candidates
+// are found by walking the pages, and "is a candidate" is read from the
+// GcMeta alone. Between collections GcMeta::word is 0 for old objects, so
+// instead of gc_refs := ob_refcnt then decrements, a full collection counts
+// the references each candidate gets from candidates (word += 1 per
+// reference) and compares with ob_refcnt when marking: one pass fewer.
+
+inline bool is_full_candidate(const GcMeta &meta) {
+    return (meta.flags & kTracked) && meta.generation != kPermanent;
+}
+
+// Counting with a small delay line: the target's GcMeta is prefetched when
+// its reference is seen and incremented a few references later, so the
+// cache misses overlap instead of stalling one by one.
+struct RefCounter {
+    static constexpr unsigned kDepth = 8;
+    GcMeta *pending[kDepth] = {};
+    unsigned next = 0;
+
+    static void count(GcMeta *meta) {
+        if (is_full_candidate(*meta) && meta->word != UINT32_MAX) meta->word++;
+    }
+    void add(GcMeta *meta) {
+        __builtin_prefetch(meta, 1);
+        GcMeta *&slot = pending[next++ % kDepth];
+        if (slot) count(slot);
+        slot = meta;
+    }
+    void flush() {
+        for (GcMeta *&slot : pending) {
+            if (slot) count(slot);
+            slot = nullptr;
+        }
+    }
+};
+
+int visit_count(cgc_object *child, void *counter) {
+    if (is_gc_object(child)) static_cast<RefCounter *>(counter)->add(&meta_of(child));
+    return 0;
+}
+
+int visit_mark_full(cgc_object *child, void *arg) {
+    if (!is_gc_object(child)) return 0;
+    GcMeta &meta = meta_of(child);
+    if (!is_full_candidate(meta) || (meta.flags & kReachable)) return 0;
+    return push_reachable(child, meta, static_cast<MarkStack *>(arg));
+}
+
+struct FindReferrer {
+    cgc_object *target;
+    bool found;
+};
+
+int visit_find(cgc_object *child, void *arg) {
+    auto *search = static_cast<FindReferrer *>(arg);
+    if (child == search->target) search->found = true;
+    return search->found;
+}
+
+// A candidate with more references from candidates than its count: report
+// it, naming one referrer (a slow search, on this error path only).
+void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
+    cgc_object *referrer = nullptr;
+    heap.space.for_each_tracked([&](cgc_object *candidate, GcMeta &) {
+        if (referrer) return;
+        FindReferrer search{op, false};
+        traverse(candidate, visit_find, &search);
+        if (search.found) referrer = candidate;
+    });
+    report(CGC_ERR_CORRUPTION,
+           "collector: object %p of type '%s' has reference count %td, but %u references to it "
+           "were found (one from %p of type '%s'): a tp_traverse visits a reference it does not "
+           "own, or a Py_INCREF is missing; the object is kept alive",
+           static_cast<void *>(op), type_name_of(op), op->ob_refcnt, meta.word,
+           static_cast<void *>(referrer), referrer ? type_name_of(referrer) : "?");
+}
+
+bool is_externally_referenced(Heap &heap, cgc_object *op, const GcMeta &meta) {
+    cgc_ssize_t refcnt = op->ob_refcnt;
+    if (refcnt <= 0) {
+        report(CGC_ERR_CORRUPTION,
+               "collector: tracked object %p of type '%s' has reference count %td: its "
+               "tp_dealloc did not untrack it, or a Py_DECREF is too many; kept alive",
+               static_cast<void *>(op), type_name_of(op), refcnt);
+        return true;
+    }
+    if (static_cast<uint64_t>(refcnt) > meta.word) return true;
+    if (static_cast<uint64_t>(refcnt) < meta.word) {
+        report_broken_count(heap, op, meta);
+        return true;
+    }
+    return false;
+}
+
+Found find_unreachable_full(Heap &heap) {
+    Phase outer = heap.phase;
+    heap.phase = Phase::finding_unreachable;
+    for (int g = 0; g < 2; ++g) {  // young objects are candidates too
+        for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
+        heap.young[g].clear();
+    }
+    PageSpace &space = heap.space;
+    RefCounter counter;
+    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+        if (meta.generation != kPermanent) traverse(op, visit_count, &counter);
+    });
+    counter.flush();
+
+    MarkStack stack;
+    Found found;
+    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+        if (meta.generation == kPermanent) return;
+        ++found.candidates;
+        if (stack.failed || (meta.flags & kReachable) || !is_externally_referenced(heap, op, meta)) return;
+        meta.flags |= kReachable;
+        traverse(op, visit_mark_full, &stack);
+        while (!stack.failed && !stack.items.empty()) {
+            cgc_object *next = stack.items.back();
+            stack.items.pop_back();
+            traverse(next, visit_mark_full, &stack);
+        }
+    });
+    if (stack.failed)
+        report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
+
+    auto &unreachable = heap.unreachable;
+    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+        if (meta.generation == kPermanent) return;
+        if (!(meta.flags & kReachable) && !stack.failed) {
+            try {
+                unreachable.push_back(op);
+                meta.word = static_cast<uint32_t>(unreachable.size() - 1);
+                meta.flags |= kCollecting;
+                ++found.unreachable;
+                return;
+            } catch (...) {
+                // No memory to list it: it survives this collection.
+            }
+        }
+        meta.flags &= static_cast<uint8_t>(~kReachable);
+        meta.generation = 2;
+        meta.word = 0;
+    });
+    heap.phase = outer;
+    return found;
+}
+
+
+// Step 1: the unreachable candidates end in heap.unreachable.
+template <typename Set>
+Found find_unreachable(Heap &heap, Set &set, int older) {
+    Phase outer = heap.phase;
+    heap.phase = Phase::finding_unreachable;
+    Found found;
+    found.candidates = init_refs(set);
+    subtract_internal_refs(set);
+    bool marked = mark_reachable(set);
+    found.unreachable = sweep(heap, set, marked, older);
+    heap.phase = outer;
+    return found;
+}
+
+// Step 1, legacy finalizers: unreachable objects with tp_del and all they
+// reach become uncollectable (held by `uncollectable` until reported).
+void take_uncollectable(Heap &heap, cgc_object *op, GcMeta &meta, std::vector<cgc_object *> &uncollectable,
+                        int older) {
+    try {
+        uncollectable.push_back(op);
+    } catch (...) {
+        report(CGC_ERR_MEMORY, "collector: out of memory for the uncollectable list");
+        return;
+    }
+    heap.unreachable[meta.word] = nullptr;
+    leave_collection(heap, op, meta, older);
+    cgc_incref(op);
+}
+
+struct LegacyVisit {
+    Heap &heap;
+    std::vector<cgc_object *> &uncollectable;
+    int older;
+};
+
+int visit_legacy_reachable(cgc_object *child, void *arg) {
+    if (!is_gc_object(child)) return 0;
+    GcMeta &meta = meta_of(child);
+    if (!(meta.flags & kCollecting)) return 0;
+    auto *visit = static_cast<LegacyVisit *>(arg);
+    take_uncollectable(visit->heap, child, meta, visit->uncollectable, visit->older);
+    return 0;
+}
+
+void move_legacy_finalizers(Heap &heap, std::vector<cgc_object *> &uncollectable, int older) {
+    for (cgc_object *op : heap.unreachable)
+        if (op && op->ob_type->tp_del) take_uncollectable(heap, op, meta_of(op), uncollectable, older);
+    LegacyVisit visit{heap, uncollectable, older};
+    for (size_t i = 0; i < uncollectable.size(); ++i) traverse(uncollectable[i], visit_legacy_reachable, &visit);
+}
+
+// Step 2, finalizers. Returns whether any ran.
+bool finalize_garbage(Heap &heap) {
+    heap.phase = Phase::finalizing;
+    bool ran = false;
+    // By index: a finalizer may free any member (leaving NULL), never add.
+    for (size_t i = 0; i < heap.unreachable.size(); ++i) {
+        cgc_object *op = heap.unreachable[i];
+        if (!op) continue;
+        GcMeta &meta = meta_of(op);
+        cgc_destructor finalize = op->ob_type->tp_finalize;
+        if (!finalize || (meta.flags & kFinalized)) continue;
+        meta.flags |= kFinalized;
+        cgc_incref(op);
+        call_user_code("tp_finalize", op, [&] { finalize(op); });
+        cgc_decref(op);
+        ran = true;
+    }
+    return ran;
+}
+
+// Step 3: resurrected objects leave the unreachable set.
+void keep_resurrected(Heap &heap, int older) {
+    heap.phase = Phase::checking_resurrection;
+    UnreachableSet set{heap.unreachable};
+    heap.phase = Phase::finding_unreachable;
+    init_refs(set);
+    subtract_internal_refs(set);
+    bool marked = mark_reachable(set);
+    for (cgc_object *&op : heap.unreachable) {
+        if (!op) continue;
+        GcMeta &meta = meta_of(op);
+        if (!marked || (meta.flags & kReachable)) {
+            cgc_object *survivor = op;
+            op = nullptr;
+            leave_collection(heap, survivor, meta, older);
+        }
+    }
+    // Indices were overwritten by gc_refs: restore them.
+    for (size_t i = 0; i < heap.unreachable.size(); ++i)
+        if (cgc_object *op = heap.unreachable[i]) meta_of(op).word = static_cast<uint32_t>(i);
+    heap.phase = Phase::checking_resurrection;
+}
+
+// DEBUG_SAVEALL and uncollectable objects: the garbage list holds them.
 void save_as_garbage(Heap &heap, cgc_object *op) {
     try {
         heap.garbage.push_back(op);
@@ -190,62 +494,13 @@ void save_as_garbage(Heap &heap, cgc_object *op) {
     }
 }
 
-struct Found {
-    cgc_ssize_t candidates;
-    cgc_ssize_t unreachable;
-};
-
-// Step 1 as a whole.
-Found find_unreachable(Heap &heap, GcList &candidates, GcList &unreachable) {
-    Phase outer = heap.phase;
-    heap.phase = Phase::finding_unreachable;
-    Found found{};
-    found.candidates = init_refs(candidates);
-    subtract_internal_refs(candidates);
-    found.unreachable = move_unreachable(candidates, unreachable);
-    heap.phase = outer;
-    return found;
-}
-
-// Step 2. Returns whether any user code ran.
-bool finalize_garbage(Heap &heap, GcList &unreachable) {
-    heap.phase = Phase::finalizing;
-    GcList seen;
-    bool ran = false;
-    // Take from the head: a finalizer may free (unlink) any member.
-    while (!unreachable.empty()) {
-        GcHead *h = unreachable.first();
-        unlink(h);
-        seen.append(h);
-        cgc_object *op = object_of(h);
-        cgc_destructor finalize = op->ob_type->tp_finalize;
-        if (!finalize || is_finalized(h)) continue;
-        set_finalized(h);
-        cgc_incref(op);
-        call_user_code("tp_finalize", op, [&] { finalize(op); });
-        cgc_decref(op);
-        ran = true;
-    }
-    unreachable.splice(seen);
-    return ran;
-}
-
-// Step 3. Resurrected objects join `old`.
-void keep_resurrected(Heap &heap, GcList &unreachable, GcList &old) {
-    heap.phase = Phase::checking_resurrection;
-    GcList still_unreachable;
-    find_unreachable(heap, unreachable, still_unreachable);
-    old.splice(unreachable);
-    unreachable.splice(still_unreachable);
-}
-
 // Step 4.
-void clear_garbage(Heap &heap, GcList &unreachable, GcList &old) {
+void clear_garbage(Heap &heap, int older) {
     heap.phase = Phase::clearing;
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
-    while (!unreachable.empty()) {
-        GcHead *h = unreachable.first();
-        cgc_object *op = object_of(h);
+    for (size_t i = 0; i < heap.unreachable.size(); ++i) {
+        cgc_object *op = heap.unreachable[i];
+        if (!op) continue;
         if (save_all) {
             save_as_garbage(heap, op);
         } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
@@ -253,59 +508,28 @@ void clear_garbage(Heap &heap, GcList &unreachable, GcList &old) {
             call_user_code("tp_clear", op, [&] { clear(op); });
             cgc_decref(op);
         }
-        if (unreachable.first() == h) {  // survived its clear
-            unlink(h);
-            clear_collecting(h);
-            old.append(h);
+        if (heap.unreachable[i] == op) {  // still here: it survived its clear
+            heap.unreachable[i] = nullptr;
+            leave_collection(heap, op, meta_of(op), older);
         }
     }
+    heap.unreachable.clear();
 }
 
-// Set apart unreachable objects with a legacy finalizer (tp_del), and all
-// they reach: CPython cannot know a safe order to run such finalizers in a
-// cycle, so they are never run, and the objects stay alive (uncollectable).
-void move_legacy_finalizers(GcList &unreachable, GcList &uncollectable) {
-    for (GcHead *h = unreachable.first(); h != unreachable.end();) {
-        GcHead *next = next_of(h);
-        if (object_of(h)->ob_type->tp_del) {
-            unlink(h);
-            clear_collecting(h);
-            uncollectable.append(h);
-        }
-        h = next;
-    }
-    for (GcHead *h = uncollectable.first(); h != uncollectable.end(); h = next_of(h)) {
-        traverse(object_of(h), [](cgc_object *child, void *list) {
-            if (!has_gc_head(child)) return 0;
-            GcHead *ch = head_of(child);
-            if (is_collecting(ch)) {
-                unlink(ch);
-                clear_collecting(ch);
-                static_cast<GcList *>(list)->append(ch);
-            }
-            return 0;
-        }, &uncollectable);
-    }
+void log_objects(Heap &heap, const std::vector<cgc_object *> &objects, const char *what) {
+    for (cgc_object *op : objects)
+        if (op) log_line(heap, "gc: %s <%s %p>", what, type_name_of(op), static_cast<void *>(op));
 }
 
-void log_objects(Heap &heap, GcList &list, const char *what) {
-    for (GcHead *h = list.first(); h != list.end(); h = next_of(h))
-        log_line(heap, "gc: %s <%s %p>", what, type_name_of(object_of(h)), static_cast<void *>(object_of(h)));
-}
-
-// Uncollectable objects join `old`; those with tp_del (all of them under
-// DEBUG_SAVEALL) are listed in the garbage list. Returns how many there were.
-cgc_ssize_t keep_uncollectable(Heap &heap, GcList &uncollectable, GcList &old) {
-    cgc_ssize_t count = 0;
+// Uncollectable objects stay (in generation `older` already); those with
+// tp_del (all of them under DEBUG_SAVEALL) are listed in the garbage list.
+cgc_ssize_t report_uncollectable(Heap &heap, std::vector<cgc_object *> &uncollectable) {
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
     if (heap.debug_flags & CGC_DEBUG_UNCOLLECTABLE) log_objects(heap, uncollectable, "uncollectable");
-    for (GcHead *h = uncollectable.first(); h != uncollectable.end(); h = next_of(h)) {
-        cgc_object *op = object_of(h);
+    for (cgc_object *op : uncollectable)
         if (save_all || op->ob_type->tp_del) save_as_garbage(heap, op);
-        ++count;
-    }
-    old.splice(uncollectable);
-    return count;
+    for (cgc_object *op : uncollectable) cgc_decref(op);
+    return static_cast<cgc_ssize_t>(uncollectable.size());
 }
 
 void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
@@ -326,11 +550,17 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     heap.phase = outer;
 }
 
+cgc_ssize_t count_young(Heap &heap, int generation) { return static_cast<cgc_ssize_t>(heap.young[generation].size()); }
+
 void log_generation_sizes(Heap &heap, int generation) {
+    cgc_ssize_t old = 0, frozen = 0;
+    heap.space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
+        if (meta.generation == 2) ++old;
+        if (meta.generation == kPermanent) ++frozen;
+    });
     log_line(heap, "gc: collecting generation %d...", generation);
-    log_line(heap, "gc: objects in each generation: %td %td %td", heap.generations[0].objects.size(),
-             heap.generations[1].objects.size(), heap.generations[2].objects.size());
-    log_line(heap, "gc: objects in permanent generation: %td", heap.permanent.size());
+    log_line(heap, "gc: objects in each generation: %td %td %td", count_young(heap, 0), count_young(heap, 1), old);
+    log_line(heap, "gc: objects in permanent generation: %td", frozen);
 }
 
 struct Outcome {
@@ -342,32 +572,35 @@ struct Outcome {
 // Steps 1 to 4 on generation `generation` and the younger ones.
 Outcome run_collection(Heap &heap, int generation) {
     Generation *gens = heap.generations;
-    GcList &candidates = gens[generation].objects;
-    for (int younger = 0; younger < generation; ++younger) candidates.splice(gens[younger].objects);
     bool oldest = generation == CGC_NUM_GENERATIONS - 1;
-    GcList &old = oldest ? candidates : gens[generation + 1].objects;
+    int older = oldest ? generation : generation + 1;
     if (!oldest) gens[generation + 1].count++;
     for (int g = 0; g <= generation; ++g) gens[g].count = 0;
 
     Outcome outcome;
-    GcList unreachable;
-    Found found = find_unreachable(heap, candidates, unreachable);
+    Found found;
+    if (oldest) {
+        found = find_unreachable_full(heap);
+    } else {
+        YoungCandidates candidates(heap, generation);
+        found = find_unreachable(heap, candidates, older);
+    }
     outcome.candidates = found.candidates;
     update_long_lived(heap, generation, found.candidates - found.unreachable);
-    if (!oldest) old.splice(candidates);
 
-    GcList uncollectable;
-    move_legacy_finalizers(unreachable, uncollectable);
-    if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, unreachable, "collectable");
+    std::vector<cgc_object *> uncollectable;
+    move_legacy_finalizers(heap, uncollectable, older);
+    if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
     heap.phase = Phase::finalizing;
-    bool user_code_ran = handle_weakrefs(heap, unreachable);
-    user_code_ran |= finalize_garbage(heap, unreachable);
-    if (user_code_ran) keep_resurrected(heap, unreachable, old);
-    clear_weakrefs_silently(heap, unreachable);
-    outcome.collected = unreachable.size();
-    clear_garbage(heap, unreachable, old);
-    outcome.uncollectable = keep_uncollectable(heap, uncollectable, old);
+    bool user_code_ran = handle_weakrefs(heap, heap.unreachable);
+    user_code_ran |= finalize_garbage(heap);
+    if (user_code_ran) keep_resurrected(heap, older);
+    clear_weakrefs_silently(heap, heap.unreachable);
+    outcome.collected = static_cast<cgc_ssize_t>(
+        std::count_if(heap.unreachable.begin(), heap.unreachable.end(), [](cgc_object *op) { return op; }));
+    clear_garbage(heap, older);
+    outcome.uncollectable = report_uncollectable(heap, uncollectable);
     return outcome;
 }
 

@@ -46,19 +46,24 @@ class ListBuilder {
     std::vector<cgc_object *> items_;
 };
 
+// Calls visit(op) for the tracked objects of `generation` (-1: all but the
+// permanent generation; kPermanent: frozen ones too) until it returns
+// false. Objects of a running collection's unreachable set are not seen.
+// `visit` must not free objects.
 template <typename Visit>
-void for_each_tracked(Heap &heap, bool include_permanent, Visit visit) {
-    auto walk = [&](GcList &list) {
-        for (GcHead *h = list.first(); h != list.end();) {
-            GcHead *next = next_of(h);
-            if (!visit(object_of(h))) return false;
-            h = next;
-        }
-        return true;
-    };
-    for (auto &generation : heap.generations)
-        if (!walk(generation.objects)) return;
-    if (include_permanent) walk(heap.permanent);
+void for_each_tracked(Heap &heap, int generation, Visit visit) {
+    for (int g = 0; g < 2; ++g) {
+        if (generation >= 0 && generation != g && generation != kPermanent) continue;
+        for (cgc_object *op : heap.young[g])
+            if (!visit(op)) return;
+    }
+    if (generation >= 0 && generation < 2) return;
+    bool going = true;
+    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+        if (!going || (meta.flags & kCollecting) || meta.generation < 2) return;
+        if (meta.generation == kPermanent && generation != kPermanent) return;
+        going = visit(op);
+    });
 }
 
 bool check_out(cgc_object_list *out, const char *function) {
@@ -154,10 +159,12 @@ void cgc_freeze(void) {
         report(CGC_ERR_MISUSE, "cgc_freeze (gc.freeze): called during a collection; ignored");
         return;
     }
-    for (auto &generation : heap.generations) {
-        heap.permanent.splice(generation.objects);
-        generation.count = 0;
-    }
+    heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
+        if (meta.generation != kPermanent) meta.generation = kPermanent;
+    });
+    heap.young[0].clear();
+    heap.young[1].clear();
+    for (auto &generation : heap.generations) generation.count = 0;
 }
 
 void cgc_unfreeze(void) {
@@ -166,10 +173,21 @@ void cgc_unfreeze(void) {
         report(CGC_ERR_MISUSE, "cgc_unfreeze (gc.unfreeze): called during a collection; ignored");
         return;
     }
-    heap.generations[CGC_NUM_GENERATIONS - 1].objects.splice(heap.permanent);
+    heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
+        if (meta.generation == kPermanent) {
+            meta.generation = 2;
+            meta.word = 0;
+        }
+    });
 }
 
-cgc_ssize_t cgc_get_freeze_count(void) { return current_heap().permanent.size(); }
+cgc_ssize_t cgc_get_freeze_count(void) {
+    cgc_ssize_t count = 0;
+    current_heap().space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
+        if (meta.generation == kPermanent) ++count;
+    });
+    return count;
+}
 
 void cgc_object_list_release(cgc_object_list *list) {
     if (!list) return;
@@ -187,20 +205,10 @@ int cgc_get_objects(int generation, cgc_object_list *out) {
                CGC_NUM_GENERATIONS, generation);
         return -1;
     }
-    Heap &heap = current_heap();
     ListBuilder builder(function);
-    auto add = [&](GcList &list) {
-        for (GcHead *h = list.first(); h != list.end(); h = next_of(h))
-            if (!builder.add(object_of(h))) return false;
-        return true;
-    };
-    if (generation >= 0) {
-        if (!add(heap.generations[generation].objects)) return -1;
-    } else {
-        for (auto &g : heap.generations)
-            if (!add(g.objects)) return -1;
-    }
-    return builder.finish(out);
+    bool ok = true;
+    for_each_tracked(current_heap(), generation, [&](cgc_object *op) { return ok = builder.add(op); });
+    return ok ? builder.finish(out) : -1;
 }
 
 int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out) {
@@ -209,7 +217,7 @@ int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_
     Heap &heap = current_heap();
     ListBuilder builder(function);
     bool ok = true;
-    for_each_tracked(heap, false, [&](cgc_object *op) {
+    for_each_tracked(heap, -1, [&](cgc_object *op) {
         ReferrerSearch search{objects, count, false};
         if (cgc_traverseproc traverse = op->ob_type->tp_traverse) traverse(op, visit_find_target, &search);
         if (search.found) ok = builder.add(op);
@@ -234,10 +242,18 @@ int cgc_get_referents(cgc_object *const *objects, cgc_ssize_t count, cgc_object_
 void cgc_visit_objects(cgc_object_visitor visitor, void *arg) {
     if (!visitor) return;
     Heap &heap = current_heap();
+    // A snapshot (holding references), so that the visitor may free objects.
+    ListBuilder builder("cgc_visit_objects (PyUnstable_GC_VisitObjects)");
+    bool ok = true;
+    for_each_tracked(heap, kPermanent, [&](cgc_object *op) { return ok = builder.add(op); });
+    cgc_object_list list{};
+    if (!ok || builder.finish(&list) < 0) return;
     bool was_enabled = heap.enabled;
     heap.enabled = false;
-    for_each_tracked(heap, true, [&](cgc_object *op) { return visitor(op, arg) != 0; });
+    for (cgc_ssize_t i = 0; i < list.count; ++i)
+        if (visitor(list.items[i], arg) == 0) break;
     heap.enabled = was_enabled;
+    cgc_object_list_release(&list);
 }
 
 int cgc_get_garbage(cgc_object_list *out) {

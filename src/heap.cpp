@@ -108,13 +108,12 @@ void cgc_heap_delete(cgc_heap *handle) {
     Heap *previous = t_current_heap;
     t_current_heap = heap;
     cgc_finalize();
-    bool empty = true;
-    for (auto &generation : heap->generations) empty = empty && generation.objects.empty();
+    bool empty = heap->space.live_objects() == 0;
     t_current_heap = previous == heap ? nullptr : previous;
-    if (!empty || !heap->permanent.empty()) {
-        // Tracked objects still link into this heap's lists: keep the lists
-        // alive rather than leave dangling links.
-        report(CGC_ERR_MISUSE, "cgc_heap_delete: the heap still has live tracked objects; "
+    if (!empty) {
+        // Live objects sit in this heap's pages: keep the heap rather than
+        // leave them dangling.
+        report(CGC_ERR_MISUSE, "cgc_heap_delete: the heap still has live objects; "
                                "its state is kept (leaked) so that they stay valid");
         return;
     }

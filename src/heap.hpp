@@ -2,7 +2,7 @@
 // heap except the pointer to each thread's current heap (heap.cpp).
 #pragma once
 
-#include "gc_head.hpp"
+#include "pages.hpp"
 
 #include <cyclegc/cyclegc.h>
 
@@ -29,7 +29,6 @@ enum class Phase {
 struct WeakRef;  // weakref.cpp
 
 struct Generation {
-    GcList objects;
     // gen 0: allocations of GC objects minus their frees since the last
     // collection; gen 1..2: collections of the next younger generation since
     // this one was last collected.
@@ -45,8 +44,15 @@ constexpr cgc_ssize_t kDefaultThresholds[CGC_NUM_GENERATIONS] = {700, 10, 10};
 constexpr int kMaxDeallocDepth = 50;
 
 struct Heap {
+    PageSpace space;  // where GC objects live
     Generation generations[CGC_NUM_GENERATIONS];
-    GcList permanent;  // frozen objects: never collected
+    // The tracked objects of generations 0 and 1 (GcMeta::word is the index).
+    // Generation 2 and the permanent generation are all other tracked
+    // objects, found by walking the pages.
+    std::vector<cgc_object *> young[2];
+    // The unreachable objects of the running collection (GcMeta::word is the
+    // index; an entry becomes NULL when its object is untracked or freed).
+    std::vector<cgc_object *> unreachable;
 
     bool enabled = true;
     Phase phase = Phase::idle;
@@ -133,11 +139,20 @@ void log_line(Heap &heap, const char *format, ...) __attribute__((format(printf,
 // Weak references during a collection (weakref.cpp). Clears weak references
 // to the unreachable objects and those that are themselves unreachable, then
 // runs the callbacks of the reachable ones; returns whether any ran.
-bool handle_weakrefs(Heap &heap, GcList &unreachable);
+bool handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable);
 // Clears, without callbacks, weak references to the unreachable objects
 // (made by finalizers) and unreachable weak reference objects.
-void clear_weakrefs_silently(Heap &heap, GcList &unreachable);
+void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable);
 bool is_weakref(cgc_object *op);
+// An untracked object moved (resized): its weak references follow it.
+void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to);
+
+// Tracking (object.cpp): the heap of the object's page keeps the lists.
+inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
+// Puts a tracked object in generation `generation` (its lists).
+void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation);
+// Removes a tracked object from the young list or the unreachable list.
+void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta);
 
 // Collector entry points (collector.cpp).
 cgc_ssize_t collect(Heap &heap, int generation);

@@ -27,7 +27,7 @@ cgc_ssize_t object_size(cgc_type *type, cgc_ssize_t nitems, const char *function
     if (__builtin_mul_overflow(nitems, type->tp_itemsize, &items)) items = -1;
     cgc_ssize_t size = 0;
     if (items < 0 || __builtin_add_overflow(type->tp_basicsize, items, &size) ||
-        size > PTRDIFF_MAX - CGC_GC_HEAD_SIZE) {
+        size > PTRDIFF_MAX / 2) {
         report(CGC_ERR_MEMORY, "%s: an object of type '%s' with %td items is too large", function,
                type_name(type), nitems);
         return -1;
@@ -49,14 +49,14 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     if (gc) {
         // Counting (and maybe collecting) before the allocation: the new
         // object never takes part in the collection it triggers.
-        note_gc_allocation(current_heap());
-        void *block = std::calloc(1, static_cast<size_t>(size) + sizeof(GcHead));
-        if (!block) {
+        Heap &heap = current_heap();
+        note_gc_allocation(heap);
+        op = static_cast<cgc_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
+        if (!op) {
             report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
                    type_name(type));
             return nullptr;
         }
-        op = object_of(static_cast<GcHead *>(block));
     } else {
         op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
         if (!op) {
@@ -86,7 +86,7 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
 
 void destroy(cgc_object *op) {
     // Weak references die with their referent, before its destructor runs.
-    if (has_gc_head(op) && has_weakrefs(head_of(op))) cgc_clear_weakrefs(op);
+    if (has_gc_head(op) && (meta_of(op).flags & kHasWeakrefs)) cgc_clear_weakrefs(op);
     cgc_destructor dealloc = op->ob_type->tp_dealloc;
     (dealloc ? dealloc : cgc_default_dealloc)(op);
 }
@@ -112,6 +112,39 @@ void run_deferred_deallocs(Heap &heap) {
 }
 
 }  // namespace
+
+void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation) {
+    meta.generation = static_cast<uint8_t>(generation);
+    if (generation >= 2) {  // the old generation is implicit: found by walking pages
+        meta.word = 0;      // full collections count references up from 0
+        return;
+    }
+    auto &list = heap.young[generation];
+    try {
+        list.push_back(op);
+    } catch (...) {
+        // No memory for the young list: the object joins the old generation,
+        // which needs no list (it is still collected, by full collections).
+        meta.generation = 2;
+        meta.word = 0;
+        return;
+    }
+    meta.word = static_cast<uint32_t>(list.size() - 1);
+}
+
+void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
+    if (meta.flags & kCollecting) {
+        heap.unreachable[meta.word] = nullptr;
+    } else if (meta.generation < 2) {
+        auto &list = heap.young[meta.generation];
+        cgc_object *last = list.back();
+        list[meta.word] = last;
+        meta_of(last).word = meta.word;
+        list.pop_back();
+    }
+    (void)op;
+    meta.flags = static_cast<uint8_t>(meta.flags & ~(kTracked | kCollecting | kReachable));
+}
 
 void note_gc_allocation(Heap &heap) {
     Generation &young = heap.generations[0];
@@ -185,32 +218,44 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
                static_cast<void *>(op), type_name(type));
         return nullptr;
     }
-    GcHead *h = head_of(op);
-    if (is_tracked(h)) {
+    GcMeta &meta = meta_of(op);
+    if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; resize it before "
                "PyObject_GC_Track", function, static_cast<void *>(op), type_name(type));
         return nullptr;
     }
     cgc_ssize_t size = object_size(type, nitems, function);
     if (size < 0) return nullptr;
-    void *block = std::realloc(h, static_cast<size_t>(size) + sizeof(GcHead));
-    if (!block) {
+    size_t capacity = PageSpace::capacity(op) - meta.object_offset;
+    if (static_cast<size_t>(size) <= capacity) {
+        op->ob_size = nitems;
+        return op;
+    }
+    Heap &heap = heap_of(&op->ob_base);
+    auto *moved = static_cast<cgc_var_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
+    if (!moved) {
         report(CGC_ERR_MEMORY, "%s: out of memory for %td items of type '%s'", function, nitems,
                type_name(type));
         return nullptr;
     }
-    auto *resized = reinterpret_cast<cgc_var_object *>(object_of(static_cast<GcHead *>(block)));
-    resized->ob_size = nitems;
-    return resized;
+    std::memcpy(static_cast<void *>(moved), static_cast<void *>(op), capacity);
+    GcMeta &moved_meta = meta_of(moved);
+    moved_meta.flags = static_cast<uint8_t>(moved_meta.flags | (meta.flags & (kFinalized | kHasWeakrefs)));
+    if (meta.flags & kHasWeakrefs) move_weakrefs(heap, &op->ob_base, &moved->ob_base);
+    heap.space.release(op);
+    moved->ob_size = nitems;
+    return moved;
 }
 
 void cgc_gc_del(void *memory) {
     if (!memory) return;
-    GcHead *h = head_of(memory);
-    if (is_tracked(h)) unlink(h);  // CPython warns in debug builds; we just stay safe
-    Generation &young = current_heap().generations[0];
+    auto *op = static_cast<cgc_object *>(memory);
+    GcMeta &meta = meta_of(op);
+    Heap &heap = heap_of(op);
+    if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
+    Generation &young = heap.generations[0];
     if (young.count > 0) young.count--;
-    std::free(h);
+    heap.space.release(reinterpret_cast<char *>(op) - meta.object_offset);
 }
 
 void cgc_gc_track(void *memory) {
@@ -225,21 +270,21 @@ void cgc_gc_track(void *memory) {
                "Py_TPFLAGS_HAVE_GC); it cannot be tracked", function, memory, type_name_of(op));
         return;
     }
-    GcHead *h = head_of(op);
-    if (is_tracked(h)) {
+    GcMeta &meta = meta_of(op);
+    if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is already tracked", function, memory,
                type_name_of(op));
         return;
     }
-    Heap &heap = current_heap();
+    Heap &heap = heap_of(op);
     if (heap.phase == Phase::finding_unreachable) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' tracked from inside tp_traverse, "
                "which must not change the object graph; not tracked", function, memory,
                type_name_of(op));
         return;
     }
-    h->link[1] &= kLifetimeFlags;
-    heap.generations[0].objects.append(h);
+    meta.flags = static_cast<uint8_t>((meta.flags & ~(kCollecting | kReachable)) | kTracked);
+    place_in_generation(heap, op, meta, 0);
 }
 
 void cgc_gc_untrack(void *memory) {
@@ -250,25 +295,24 @@ void cgc_gc_untrack(void *memory) {
                "not a GC object", memory, type_name_of(op));
         return;
     }
-    GcHead *h = head_of(op);
-    if (!is_tracked(h)) return;
-    if (current_heap().phase == Phase::finding_unreachable && is_collecting(h)) {
+    GcMeta &meta = meta_of(op);
+    if (!(meta.flags & kTracked)) return;
+    Heap &heap = heap_of(op);
+    if (heap.phase == Phase::finding_unreachable && (meta.flags & kCollecting)) {
         report(CGC_ERR_MISUSE, "cgc_gc_untrack (PyObject_GC_UnTrack): object %p of type '%s' "
                "untracked from inside tp_traverse, which must not change the object graph; "
                "ignored", memory, type_name_of(op));
         return;
     }
-    unlink(h);
-    h->link[0] = 0;
-    h->link[1] &= kLifetimeFlags;
+    remove_from_lists(heap, op, meta);
 }
 
 int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }
 
-int cgc_gc_is_tracked(cgc_object *op) { return op && has_gc_head(op) && is_tracked(head_of(op)); }
+int cgc_gc_is_tracked(cgc_object *op) { return op && has_gc_head(op) && (meta_of(op).flags & kTracked); }
 
 int cgc_gc_is_finalized(cgc_object *op) {
-    return op && has_gc_head(op) && cyclegc::internal::is_finalized(head_of(op));
+    return op && has_gc_head(op) && (meta_of(op).flags & kFinalized);
 }
 
 void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
@@ -277,16 +321,41 @@ void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
         report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
         return nullptr;
     }
-    void *memory = std::malloc(size ? size : 1);
+    Heap &heap = current_heap();
+    void *memory = heap.space.allocate(heap, size);
     if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
     return memory;
 }
 
+void cgc_gc_raw_bind(void *memory, cgc_object *op) {
+    meta_of(op).object_offset = static_cast<uint8_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
+}
+
+cgc_gc_head *cgc_gc_head_of(cgc_object *op) {
+    if (!op || !has_gc_head(op)) {
+        report(CGC_ERR_MISUSE, "cgc_gc_head_of (PyObject_AS_GC): %s is not a GC object",
+               op ? type_name_of(op) : "NULL");
+        return nullptr;
+    }
+    return reinterpret_cast<cgc_gc_head *>(&meta_of(op));
+}
+
+cgc_object *cgc_object_of_gc_head(cgc_gc_head *head) {
+    if (!head) return nullptr;
+    auto *meta = reinterpret_cast<GcMeta *>(head);
+    Page *page = page_of(meta);
+    uint32_t index = static_cast<uint32_t>(meta - page->meta);
+    return page->object_at(index);
+}
+
 void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
-    Generation &young = current_heap().generations[0];
+    Heap &heap = *page_of(memory)->heap;
+    GcMeta &meta = meta_of(memory);
+    if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
+    Generation &young = heap.generations[0];
     if (young.count > 0) young.count--;
-    std::free(memory);
+    heap.space.release(memory);
 }
 
 void *cgc_malloc(size_t size) { return std::malloc(size ? size : 1); }
@@ -303,10 +372,10 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
                type_name_of(self), self->ob_refcnt);
         return 0;
     }
-    bool gc = has_gc_head(self);
-    if (gc && cyclegc::internal::is_finalized(head_of(self))) return 0;
+    GcMeta *meta = has_gc_head(self) ? &meta_of(self) : nullptr;
+    if (meta && (meta->flags & kFinalized)) return 0;
     self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
-    if (gc) set_finalized(head_of(self));
+    if (meta) meta->flags |= kFinalized;
     finalize(self);
     if (--self->ob_refcnt == 0) return 0;
     return -1;  // resurrected: the dealloc must stop

@@ -34,7 +34,7 @@ void detach(Heap &heap, WeakRef *wr) {
             found->second = wr->next;
         } else {
             heap.weakref_lists.erase(found);
-            set_has_weakrefs(head_of(referent), false);
+            meta_of(referent).flags &= static_cast<uint8_t>(~kHasWeakrefs);
         }
     }
     if (wr->next) wr->next->previous = wr->previous;
@@ -43,7 +43,7 @@ void detach(Heap &heap, WeakRef *wr) {
 }
 
 WeakRef *first_weakref(Heap &heap, cgc_object *referent) {
-    if (!has_gc_head(referent) || !has_weakrefs(head_of(referent))) return nullptr;
+    if (!has_gc_head(referent) || !(meta_of(referent).flags & kHasWeakrefs)) return nullptr;
     auto found = heap.weakref_lists.find(referent);
     return found == heap.weakref_lists.end() ? nullptr : found->second;
 }
@@ -91,27 +91,37 @@ bool is_weakref(cgc_object *op) {
     return false;
 }
 
-bool handle_weakrefs(Heap &heap, GcList &unreachable) {
+bool handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable) {
     std::vector<WeakRef *> queue;
-    for (GcHead *h = unreachable.first(); h != unreachable.end(); h = next_of(h)) {
-        cgc_object *op = object_of(h);
+    for (cgc_object *op : unreachable) {
+        if (!op) continue;
         // A weak reference that is garbage itself must never call back
         // (bpo-38006): its referent may die while the garbage is cleared.
         if (is_weakref(op)) detach(heap, as_weakref(op));
         // Only weak references that survive get their callback.
-        detach_all(heap, op, queue, [](WeakRef *wr) { return !is_collecting(head_of(wr)); });
+        detach_all(heap, op, queue, [](WeakRef *wr) { return !(meta_of(wr).flags & kCollecting); });
     }
     run_callbacks(queue);
     return !queue.empty();
 }
 
-void clear_weakrefs_silently(Heap &heap, GcList &unreachable) {
+void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable) {
     std::vector<WeakRef *> none;
-    for (GcHead *h = unreachable.first(); h != unreachable.end(); h = next_of(h)) {
-        cgc_object *op = object_of(h);
+    for (cgc_object *op : unreachable) {
+        if (!op) continue;
         if (is_weakref(op)) detach(heap, as_weakref(op));
         detach_all(heap, op, none, [](WeakRef *) { return false; });
     }
+}
+
+void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to) {
+    auto found = heap.weakref_lists.find(from);
+    if (found == heap.weakref_lists.end()) return;
+    WeakRef *first = found->second;
+    heap.weakref_lists.erase(found);
+    heap.weakref_lists[to] = first;  // erased one entry first: no allocation failure in practice
+    for (WeakRef *wr = first; wr; wr = wr->next) wr->referent = to;
+    meta_of(to).flags |= kHasWeakrefs;
 }
 
 }  // namespace cyclegc::internal
@@ -174,7 +184,7 @@ cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback call
     wr->callback = callback;
     wr->context = context;
     wr->destroy_context = destroy;
-    set_has_weakrefs(head_of(object), true);
+    meta_of(object).flags |= kHasWeakrefs;
     cgc_gc_track(wr);
     return as_object(wr);
 }

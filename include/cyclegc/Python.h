@@ -190,8 +190,8 @@ static inline PyObject *Py_XNewRef(PyObject *op) { cgc_xincref(op); return op; }
 #define PyGC_HEAD_SIZE CGC_GC_HEAD_SIZE
 #define PyObject_GC_Init(op) cgc_gc_track(op)
 #define PyObject_GC_Fini(op) cgc_gc_untrack(op)
-#define PyObject_AS_GC(op) ((PyGC_Head *)(void *)(op) - 1)
-#define PyObject_FROM_GC(g) ((PyObject *)(void *)((PyGC_Head *)(g) + 1))
+#define PyObject_AS_GC(op) cgc_gc_head_of(_PyObject_CAST(op))
+#define PyObject_FROM_GC(g) cgc_object_of_gc_head((PyGC_Head *)(g))
 
 /* ---- Types ------------------------------------------------------------ */
 #define PyType_Ready cgc_type_ready

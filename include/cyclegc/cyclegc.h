@@ -219,6 +219,9 @@ CGC_API int cgc_gc_is_finalized(cgc_object *op);
  * cyclegc::object): counts as a GC allocation (and may collect, before the
  * memory exists). `alignment` is at most 16. */
 CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
+/* Tells where in `memory` the object's C part (cgc_object) is, once built. */
+CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op);
+/* Frees memory from cgc_gc_raw_alloc (untracking the object if needed). */
 CGC_API void cgc_gc_raw_free(void *memory);
 
 /* Raw memory (no object header). */
@@ -227,11 +230,14 @@ CGC_API void *cgc_calloc(size_t count, size_t size);
 CGC_API void *cgc_realloc(void *memory, size_t size);
 CGC_API void cgc_free(void *memory);
 
-/* The collector header in front of every GC object (PyGC_Head). */
+/* The collector's metadata of a GC object (PyGC_Head): 8 bytes, kept in
+ * the object's page beside the object, not inside it. */
 typedef struct cgc_gc_head {
-    uintptr_t link[2];
+    uint64_t opaque;
 } cgc_gc_head;
 #define CGC_GC_HEAD_SIZE ((cgc_ssize_t)sizeof(cgc_gc_head))
+CGC_API cgc_gc_head *cgc_gc_head_of(cgc_object *op);
+CGC_API cgc_object *cgc_object_of_gc_head(cgc_gc_head *head);
 
 /* ---- Types ----------------------------------------------------------- */
 

@@ -37,10 +37,9 @@ inline cgc_type &constructing_type() noexcept {
 }  // namespace detail
 
 // Derive from `object` to be managed by cyclegc; create instances with
-// cyclegc::make<T>(...) and hold them with cyclegc::ref<T>. The collector's
-// header and the reference count live in this base, in the layout the C API
-// expects (header immediately before the PyObject part), so a C++ object is
-// also a valid PyObject*.
+// cyclegc::make<T>(...) and hold them with cyclegc::ref<T>. This base is the
+// object's C part (PyObject_HEAD: count and type), so a C++ object is also a
+// valid PyObject*; the collector's metadata lives beside it in its page.
 class object {
   public:
     object() noexcept { header_.ob_type = &detail::constructing_type(); }
@@ -60,7 +59,6 @@ class object {
     }
 
   private:
-    cgc_gc_head gc_head_{};
     cgc_object header_{1, nullptr};
 };
 

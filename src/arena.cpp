@@ -1,0 +1,99 @@
+// The GC page arena (see arena.hpp).
+#include "arena.hpp"
+
+#include "pages.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace cyclegc::internal {
+namespace {
+
+// 64 GiB of address space: a billion small objects. Reserving costs nothing
+// but page-table entries for what is used.
+constexpr size_t kReservation = size_t(64) << 30;
+
+struct ArenaState {
+    std::mutex mutex;
+    uintptr_t next = 0;                         // never-used space starts here
+    std::vector<void *> free_pages;             // released single pages
+    std::multimap<size_t, void *> free_regions;  // released larger regions, by size
+};
+
+ArenaState &state() {
+    static ArenaState *s = new ArenaState();  // outlives every heap
+    return *s;
+}
+
+}  // namespace
+
+Arena *g_arena = &Arena::instance();
+
+Arena &Arena::instance() {
+    static Arena *arena = new Arena();
+    return *arena;
+}
+
+Arena::Arena() {
+    if (std::getenv("CYCLEGC_NO_ARENA")) return;  // test the fallback path
+    // Reserve twice the alignment's worth extra, then trim to alignment.
+    size_t bytes = kReservation + kPageSize;
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return;
+    auto start = reinterpret_cast<uintptr_t>(p);
+    uintptr_t aligned = (start + kPageSize - 1) & ~(uintptr_t(kPageSize) - 1);
+    base_ = aligned;
+    size_ = kReservation;
+    state().next = aligned;
+}
+
+void *Arena::allocate(size_t bytes) {
+    if (!reserved()) {
+        void *memory = nullptr;
+        return posix_memalign(&memory, kPageSize, bytes) == 0 ? memory : nullptr;
+    }
+    ArenaState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (bytes == kPageSize && !s.free_pages.empty()) {
+        void *page = s.free_pages.back();
+        s.free_pages.pop_back();
+        return page;
+    }
+    if (bytes > kPageSize) {
+        auto found = s.free_regions.lower_bound(bytes);
+        if (found != s.free_regions.end() && found->first == bytes) {
+            void *region = found->second;
+            s.free_regions.erase(found);
+            return region;
+        }
+    }
+    if (s.next + bytes > base_ + size_) return nullptr;
+    void *region = reinterpret_cast<void *>(s.next);
+    s.next += bytes;
+    return region;
+}
+
+void Arena::release(void *region, size_t bytes) {
+    if (!reserved()) {
+        std::free(region);
+        return;
+    }
+    // Give the memory back to the system; keep the addresses for reuse.
+    madvise(region, bytes, MADV_DONTNEED);
+    ArenaState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    try {
+        if (bytes == kPageSize)
+            s.free_pages.push_back(region);
+        else
+            s.free_regions.emplace(bytes, region);
+    } catch (...) {
+        // Losing track of a region leaks address space, not memory.
+    }
+}
+
+}  // namespace cyclegc::internal

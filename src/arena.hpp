@@ -1,0 +1,36 @@
+// The address range GC pages come from. One large reservation of virtual
+// memory (no physical memory until used) lets the collector tell whether a
+// pointer is a GC object with one subtraction and compare, without reading
+// the object: during a collection, most of the time goes into following
+// references to objects that are not in cache, and this saves one cache miss
+// per reference. If the reservation fails (a low address-space limit), pages
+// come from posix_memalign and the collector asks the object's type instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cyclegc::internal {
+
+class Arena {
+  public:
+    static Arena &instance();
+
+    // `bytes` (a multiple of the page size) aligned to the page size, or
+    // nullptr. Thread-safe: heaps on different threads share the arena.
+    void *allocate(size_t bytes);
+    void release(void *region, size_t bytes);
+
+    bool reserved() const { return base_ != 0; }
+    bool contains(const void *p) const { return reinterpret_cast<uintptr_t>(p) - base_ < size_; }
+
+  private:
+    Arena();
+    uintptr_t base_ = 0;
+    uintptr_t size_ = 0;
+};
+
+// The one arena, for the hot check in the collector.
+extern Arena *g_arena;
+
+}  // namespace cyclegc::internal

@@ -1,0 +1,152 @@
+// Size-class pages for GC objects (see pages.hpp).
+#include "pages.hpp"
+
+#include "arena.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace cyclegc::internal {
+namespace {
+
+// Size classes above 512 bytes (below, every multiple of 16 is a class):
+// about 25% apart, so rounding wastes at most a fifth of an object.
+constexpr uint32_t kMediumSizes[] = {640,  768,  896,  1024, 1280, 1536, 1792, 2048,
+                                     2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+constexpr size_t kSmallLimit = 512;
+constexpr size_t kSmallClasses = kSmallLimit / kGranule;  // 32
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+int PageSpace::class_of(size_t size) {
+    if (size <= kSmallLimit) return size == 0 ? 0 : static_cast<int>((size - 1) / kGranule);
+    for (size_t i = 0; i < sizeof kMediumSizes / sizeof *kMediumSizes; ++i)
+        if (size <= kMediumSizes[i]) return static_cast<int>(kSmallClasses + i);
+    return -1;  // large: a page of its own
+}
+
+size_t PageSpace::class_size(int size_class) {
+    if (static_cast<size_t>(size_class) < kSmallClasses) return (static_cast<size_t>(size_class) + 1) * kGranule;
+    return kMediumSizes[static_cast<size_t>(size_class) - kSmallClasses];
+}
+
+PageSpace::~PageSpace() {
+    for (Page *page : pages_) Arena::instance().release(page, page->region_size);
+}
+
+Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, size_t region_size) {
+    size_t header = offsetof(Page, meta);
+    uint32_t count = 1;
+    if (size_class != kLargeClass) {
+        count = static_cast<uint32_t>((region_size - header - kGranule) / (slot_size + sizeof(GcMeta)));
+        while (round_up(header + count * sizeof(GcMeta), kGranule) + size_t(count) * slot_size > region_size) --count;
+    }
+    region_size = round_up(region_size, kPageSize);
+    void *memory = Arena::instance().allocate(region_size);
+    if (!memory) return nullptr;
+    try {
+        pages_.push_back(static_cast<Page *>(memory));
+    } catch (...) {
+        Arena::instance().release(memory, region_size);
+        return nullptr;
+    }
+    // Fresh arena memory is zero; reused memory was given back with
+    // MADV_DONTNEED and reads as zero too. Only the fallback needs clearing.
+    if (!Arena::instance().reserved()) std::memset(memory, 0, region_size);
+    auto *page = static_cast<Page *>(memory);
+    page->heap = &heap;
+    page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
+    page->region_size = region_size;
+    page->slot_size = slot_size;
+    page->slot_count = count;
+    page->reciprocal = size_class == kLargeClass ? 0 : static_cast<uint32_t>((uint64_t(1) << 32) / slot_size + 1);
+    page->size_class = size_class;
+    page->index_in_heap = static_cast<uint32_t>(pages_.size() - 1);
+    page_bytes_ += region_size;
+    if (size_class != kLargeClass) link_partial(page);
+    return page;
+}
+
+void PageSpace::free_page(Page *page) {
+    if (page->in_partial_list) unlink_partial(page);
+    Page *last = pages_.back();
+    pages_[page->index_in_heap] = last;
+    last->index_in_heap = page->index_in_heap;
+    pages_.pop_back();
+    page_bytes_ -= page->region_size;
+    Arena::instance().release(page, page->region_size);
+}
+
+void PageSpace::link_partial(Page *page) {
+    Page *&head = partial_[page->size_class];
+    page->prev_partial = nullptr;
+    page->next_partial = head;
+    if (head) head->prev_partial = page;
+    head = page;
+    page->in_partial_list = true;
+}
+
+void PageSpace::unlink_partial(Page *page) {
+    if (page->prev_partial)
+        page->prev_partial->next_partial = page->next_partial;
+    else
+        partial_[page->size_class] = page->next_partial;
+    if (page->next_partial) page->next_partial->prev_partial = page->prev_partial;
+    page->prev_partial = page->next_partial = nullptr;
+    page->in_partial_list = false;
+}
+
+void *PageSpace::allocate(Heap &heap, size_t size) {
+    int size_class = class_of(size);
+    Page *page;
+    if (size_class < 0) {
+        if (size > SIZE_MAX / 2) return nullptr;
+        size_t slot_size = round_up(size, kGranule);
+        size_t region = round_up(offsetof(Page, meta) + sizeof(GcMeta), kGranule) + slot_size;
+        if (slot_size > UINT32_MAX) return nullptr;
+        page = new_page(heap, static_cast<uint32_t>(slot_size), kLargeClass, region);
+        if (!page) return nullptr;
+    } else {
+        page = partial_[size_class];
+        if (!page) {
+            page = new_page(heap, static_cast<uint32_t>(class_size(size_class)),
+                            static_cast<uint32_t>(size_class), kPageSize);
+            if (!page) return nullptr;
+        }
+    }
+    void *slot;
+    uint32_t index;
+    if (page->free_list) {
+        slot = page->free_list;
+        page->free_list = *static_cast<void **>(slot);
+        std::memset(slot, 0, page->slot_size);
+        index = page->index_of(slot);
+    } else {
+        index = page->bump++;
+        slot = page->slot(index);  // zero since the page was made
+    }
+    if (++page->used == page->slot_count && page->in_partial_list) unlink_partial(page);
+    page->meta[index] = GcMeta{0, kAllocated, 0, 0, 0};
+    return slot;
+}
+
+void PageSpace::release(void *slot) {
+    Page *page = page_of(slot);
+    page->meta[page->index_of(slot)] = GcMeta{};
+    if (page->size_class == kLargeClass) {
+        free_page(page);
+        return;
+    }
+    *static_cast<void **>(slot) = page->free_list;
+    page->free_list = slot;
+    --page->used;
+    if (!page->in_partial_list) link_partial(page);
+    // An empty page goes back to the system unless it is its class's only
+    // page with room (keeping one avoids thrashing at a page boundary).
+    if (page->used == 0 && (page->next_partial || page->prev_partial)) free_page(page);
+}
+
+}  // namespace cyclegc::internal

@@ -1,0 +1,148 @@
+// Object storage: size-class pages with the collector's metadata on the side.
+//
+// Every GC object lives in a slot of a page. A page is 64 KiB, aligned to
+// its size, so the page of an object is its address with the low 16 bits
+// cleared; objects too large for a size class get a page of their own (one
+// slot, same alignment, the object within its first 64 KiB). The page starts
+// with a header and one 8-byte GcMeta per slot, then the slots:
+//
+//   page (64 KiB aligned)
+//   +--------+-----------------------------+---------------------------+
+//   | header | meta[0] meta[1] ... meta[n] | slot 0 | slot 1 | ... | n  |
+//   +--------+-----------------------------+---------------------------+
+//
+// So the collector's bookkeeping is 8 bytes per object, outside the object:
+// the object is exactly PyObject_HEAD + its fields. The collector walks pages
+// in address order (sequential, prefetch-friendly) for full collections;
+// young collections use per-generation arrays of the young objects.
+//
+// A C++ object (cyclegc::object) may start its C part a few bytes into its
+// slot (after a vtable pointer): GcMeta::object_offset records where.
+#pragma once
+
+#include <cyclegc/cyclegc.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cyclegc::internal {
+
+struct Heap;
+
+// The per-object metadata: 8 bytes.
+struct GcMeta {
+    // gc_refs while the collector counts references; otherwise the object's
+    // index in its young-generation array or in the collector's unreachable
+    // array.
+    uint32_t word;
+    uint8_t flags;
+    uint8_t generation;  // 0, 1, 2, or kPermanent (frozen)
+    uint8_t object_offset;
+    uint8_t reserved;
+};
+static_assert(sizeof(GcMeta) == 8);
+
+// GcMeta::flags
+constexpr uint8_t kAllocated = 1;     // the slot holds an object
+constexpr uint8_t kTracked = 2;       // the collector considers it
+constexpr uint8_t kFinalized = 4;     // tp_finalize has run (for life)
+constexpr uint8_t kCollecting = 8;    // in the set being collected
+constexpr uint8_t kReachable = 16;    // found reachable by this collection
+constexpr uint8_t kHasWeakrefs = 32;  // weak references to it exist
+constexpr uint8_t kPermanent = 3;     // GcMeta::generation of frozen objects
+
+constexpr size_t kPageSize = size_t(64) << 10;
+constexpr size_t kGranule = 16;
+
+struct Page {
+    // What meta_of() reads first, in the page's first cache line.
+    char *slots;
+    uint32_t reciprocal;  // floor(2^32 / slot_size) + 1: index = offset * reciprocal >> 32
+    uint32_t slot_size;
+    uint32_t slot_count;
+    uint32_t bump;  // slots [bump, slot_count) were never used
+    Heap *heap;
+    void *free_list;  // freed slots, linked through their first word
+    uint32_t used;
+    uint32_t size_class;  // kLargeClass for a large page
+    Page *prev_partial;   // pages of this size class with free slots
+    Page *next_partial;
+    size_t region_size;  // bytes of the allocation (large pages: more than kPageSize)
+    uint32_t index_in_heap;
+    bool in_partial_list;
+    GcMeta meta[];  // slot_count entries (a flexible array: GNU C++)
+
+    uint32_t index_of(const void *p) const {
+        uint64_t offset = static_cast<uint64_t>(static_cast<const char *>(p) - slots);
+        return static_cast<uint32_t>((offset * reciprocal) >> 32);
+    }
+    char *slot(uint32_t index) const { return slots + size_t(index) * slot_size; }
+    cgc_object *object_at(uint32_t index) const {
+        return reinterpret_cast<cgc_object *>(slot(index) + meta[index].object_offset);
+    }
+};
+
+constexpr uint32_t kLargeClass = UINT32_MAX;
+
+inline cgc_object *object_at_slot(void *slot, const GcMeta &meta) {
+    return reinterpret_cast<cgc_object *>(static_cast<char *>(slot) + meta.object_offset);
+}
+
+inline Page *page_of(const void *p) {
+    return reinterpret_cast<Page *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t(kPageSize) - 1));
+}
+inline GcMeta &meta_of(const void *p) {
+    Page *page = page_of(p);
+    return page->meta[page->index_of(p)];
+}
+
+// The pages of one heap, by size class.
+class PageSpace {
+  public:
+    PageSpace() = default;
+    PageSpace(const PageSpace &) = delete;
+    PageSpace &operator=(const PageSpace &) = delete;
+    ~PageSpace();
+
+    // A zero-filled slot of at least `size` bytes with its GcMeta marked
+    // allocated (not tracked), or nullptr when out of memory.
+    void *allocate(Heap &heap, size_t size);
+    void release(void *slot);
+    // Slot capacity of the object at `p` (for resize).
+    static size_t capacity(const void *p) { return page_of(p)->slot_size; }
+
+    const std::vector<Page *> &pages() const { return pages_; }
+    size_t page_bytes() const { return page_bytes_; }
+    size_t live_objects() const {
+        size_t live = 0;
+        for (Page *page : pages_) live += page->used;
+        return live;
+    }
+
+    // Calls f(object, meta) for every tracked object, in address order of
+    // each page. f must not allocate or free GC objects.
+    template <typename F>
+    void for_each_tracked(F f) const {
+        for (Page *page : pages_) {
+            GcMeta *meta = page->meta;
+            for (uint32_t i = 0, n = page->bump; i < n; ++i)
+                if (meta[i].flags & kTracked) f(page->object_at(i), meta[i]);
+        }
+    }
+
+  private:
+    static constexpr int kClassCount = 48;
+    static int class_of(size_t size);
+    static size_t class_size(int size_class);
+    Page *new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, size_t region_size);
+    void free_page(Page *page);
+    void link_partial(Page *page);
+    void unlink_partial(Page *page);
+
+    Page *partial_[kClassCount] = {};
+    std::vector<Page *> pages_;
+    size_t page_bytes_ = 0;
+};
+
+}  // namespace cyclegc::internal

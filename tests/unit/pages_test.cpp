@@ -1,0 +1,87 @@
+// Size-class pages and the side metadata.
+#include "arena.hpp"
+#include "heap.hpp"
+#include "pages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+namespace cyclegc::internal {
+namespace {
+
+TEST(PagesTest, SlotIndexByReciprocalIsExact) {
+    // index_of() replaces a division by a multiplication; check it against
+    // the division for every slot size and every offset inside a page.
+    for (uint32_t size = 16; size <= 8192; size += 16) {
+        uint32_t reciprocal = static_cast<uint32_t>((uint64_t(1) << 32) / size + 1);
+        for (uint64_t offset = 0; offset < kPageSize; offset += 7) {
+            ASSERT_EQ((offset * reciprocal) >> 32, offset / size) << "size " << size << " offset " << offset;
+        }
+    }
+}
+
+TEST(PagesTest, AllocationsAreZeroedAlignedAndDistinct) {
+    Heap heap;
+    std::set<void *> seen;
+    std::vector<void *> slots;
+    for (size_t size : {1, 16, 17, 100, 512, 513, 4000, 8192, 8193, 100000}) {
+        for (int i = 0; i < 100; ++i) {
+            auto *p = static_cast<unsigned char *>(heap.space.allocate(heap, size));
+            ASSERT_NE(p, nullptr);
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kGranule, 0u);
+            EXPECT_TRUE(seen.insert(p).second);
+            for (size_t b = 0; b < size; ++b) ASSERT_EQ(p[b], 0) << "size " << size;
+            EXPECT_GE(PageSpace::capacity(p), size);
+            EXPECT_EQ(page_of(p)->heap, &heap);
+            EXPECT_EQ(meta_of(p).flags, kAllocated);
+            std::fill(p, p + size, 0xAB);  // dirty it: reused slots must come back zeroed
+            slots.push_back(p);
+        }
+    }
+    EXPECT_EQ(heap.space.live_objects(), slots.size());
+    for (void *p : slots) heap.space.release(p);
+    EXPECT_EQ(heap.space.live_objects(), 0u);
+    auto *again = static_cast<unsigned char *>(heap.space.allocate(heap, 100));
+    for (int b = 0; b < 100; ++b) ASSERT_EQ(again[b], 0);
+    heap.space.release(again);
+}
+
+TEST(PagesTest, EmptyPagesAreReturned) {
+    Heap heap;
+    std::vector<void *> slots;
+    for (int i = 0; i < 100000; ++i) slots.push_back(heap.space.allocate(heap, 48));
+    size_t full = heap.space.page_bytes();
+    EXPECT_GE(full, 100000u * 48);
+    for (void *p : slots) heap.space.release(p);
+    // At most one empty page per size class is kept.
+    EXPECT_LE(heap.space.page_bytes(), kPageSize);
+}
+
+TEST(PagesTest, MetaIsFoundFromAnInteriorObjectStart) {
+    // A C++ object's C part may start a few bytes into its slot.
+    Heap heap;
+    char *slot = static_cast<char *>(heap.space.allocate(heap, 64));
+    GcMeta &meta = meta_of(slot);
+    EXPECT_EQ(&meta_of(slot + 8), &meta);
+    EXPECT_EQ(&meta_of(slot + 63), &meta);
+    heap.space.release(slot);
+}
+
+TEST(PagesTest, ArenaContainsItsPagesOnly) {
+    Heap heap;
+    void *p = heap.space.allocate(heap, 32);
+    if (Arena::instance().reserved()) {
+        EXPECT_TRUE(Arena::instance().contains(p));
+    }
+    int local = 0;
+    EXPECT_FALSE(Arena::instance().contains(&local));
+    void *malloced = std::malloc(16);
+    EXPECT_FALSE(Arena::instance().contains(malloced));
+    std::free(malloced);
+    heap.space.release(p);
+}
+
+}  // namespace
+}  // namespace cyclegc::internal
