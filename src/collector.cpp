@@ -404,41 +404,34 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     return found;
 }
 
-// Step 1, legacy finalizers: unreachable objects with tp_del and all they
-// reach become uncollectable (held by `uncollectable` until reported).
-void take_uncollectable(Heap &heap, cgc_object *op, GcMeta &meta, std::vector<cgc_object *> &uncollectable,
-                        int older) {
+// Step 3, legacy finalizers: unreachable objects with tp_del and all they
+// reach become uncollectable. They wait in heap.uncollectable (an object
+// freed meanwhile, when clearing the collectable garbage drops the last
+// reference to it, leaves a NULL and is not counted, as in CPython).
+void take_uncollectable(Heap &heap, cgc_object *op, GcMeta &meta) {
     try {
-        uncollectable.push_back(op);
+        heap.uncollectable.push_back(op);
     } catch (...) {
         report(CGC_ERR_MEMORY, "collector: out of memory for the uncollectable list");
         return;
     }
     heap.unreachable[meta.word] = nullptr;
-    leave_collection(heap, op, meta, older);
-    cgc_incref(op);
+    meta.flags = static_cast<uint8_t>((meta.flags & ~kCollecting) | kUncollectable);
+    meta.word = static_cast<uint32_t>(heap.uncollectable.size() - 1);
 }
 
-struct LegacyVisit {
-    Heap &heap;
-    std::vector<cgc_object *> &uncollectable;
-    int older;
-};
-
-int visit_legacy_reachable(cgc_object *child, void *arg) {
+int visit_legacy_reachable(cgc_object *child, void *heap) {
     if (!is_gc_object(child)) return 0;
     GcMeta &meta = meta_of(child);
-    if (!(meta.flags & kCollecting)) return 0;
-    auto *visit = static_cast<LegacyVisit *>(arg);
-    take_uncollectable(visit->heap, child, meta, visit->uncollectable, visit->older);
+    if (meta.flags & kCollecting) take_uncollectable(*static_cast<Heap *>(heap), child, meta);
     return 0;
 }
 
-void move_legacy_finalizers(Heap &heap, std::vector<cgc_object *> &uncollectable, int older) {
+void move_legacy_finalizers(Heap &heap) {
     for (cgc_object *op : heap.unreachable)
-        if (op && op->ob_type->tp_del) take_uncollectable(heap, op, meta_of(op), uncollectable, older);
-    LegacyVisit visit{heap, uncollectable, older};
-    for (size_t i = 0; i < uncollectable.size(); ++i) traverse(uncollectable[i], visit_legacy_reachable, &visit);
+        if (op && op->ob_type->tp_del) take_uncollectable(heap, op, meta_of(op));
+    for (size_t i = 0; i < heap.uncollectable.size(); ++i)
+        traverse(heap.uncollectable[i], visit_legacy_reachable, &heap);
 }
 
 // Step 2, finalizers. Returns whether any ran.
@@ -521,15 +514,27 @@ void log_objects(Heap &heap, const std::vector<cgc_object *> &objects, const cha
         if (op) log_line(heap, "gc: %s <%s %p>", what, type_name_of(op), static_cast<void *>(op));
 }
 
-// Uncollectable objects stay (in generation `older` already); those with
-// tp_del (all of them under DEBUG_SAVEALL) are listed in the garbage list.
-cgc_ssize_t report_uncollectable(Heap &heap, std::vector<cgc_object *> &uncollectable) {
+// The uncollectable objects still alive join generation `older`; those
+// with tp_del (all of them under DEBUG_SAVEALL) go to the garbage list.
+cgc_ssize_t keep_uncollectable(Heap &heap, int older) {
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
+    auto &uncollectable = heap.uncollectable;
     if (heap.debug_flags & CGC_DEBUG_UNCOLLECTABLE) log_objects(heap, uncollectable, "uncollectable");
-    for (cgc_object *op : uncollectable)
+    cgc_ssize_t count = 0;
+    for (cgc_object *op : uncollectable) {
+        if (!op) continue;
+        ++count;
         if (save_all || op->ob_type->tp_del) save_as_garbage(heap, op);
-    for (cgc_object *op : uncollectable) cgc_decref(op);
-    return static_cast<cgc_ssize_t>(uncollectable.size());
+    }
+    for (cgc_object *&op : uncollectable) {
+        if (!op) continue;
+        GcMeta &meta = meta_of(op);
+        meta.flags &= static_cast<uint8_t>(~kUncollectable);
+        place_in_generation(heap, op, meta, older);
+        op = nullptr;
+    }
+    uncollectable.clear();
+    return count;
 }
 
 void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
@@ -541,7 +546,7 @@ void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
 }
 
 void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &info) {
-    if (heap.callbacks.empty()) return;
+    if (heap.callbacks.empty() || heap.finalizing) return;
     Phase outer = heap.phase;
     heap.phase = Phase::callbacks;  // a collection requested from here returns 0
     auto callbacks = heap.callbacks;  // a callback may add or remove callbacks
@@ -588,19 +593,20 @@ Outcome run_collection(Heap &heap, int generation) {
     outcome.candidates = found.candidates;
     update_long_lived(heap, generation, found.candidates - found.unreachable);
 
-    std::vector<cgc_object *> uncollectable;
-    move_legacy_finalizers(heap, uncollectable, older);
+    move_legacy_finalizers(heap);
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
     heap.phase = Phase::finalizing;
-    bool user_code_ran = handle_weakrefs(heap, heap.unreachable);
+    bool user_code_ran = false;
+    cgc_ssize_t weakrefs_freed = handle_weakrefs(heap, heap.unreachable, &user_code_ran);
     user_code_ran |= finalize_garbage(heap);
     if (user_code_ran) keep_resurrected(heap, older);
     clear_weakrefs_silently(heap, heap.unreachable);
-    outcome.collected = static_cast<cgc_ssize_t>(
-        std::count_if(heap.unreachable.begin(), heap.unreachable.end(), [](cgc_object *op) { return op; }));
+    outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
+                                             heap.unreachable.begin(), heap.unreachable.end(),
+                                             [](cgc_object *op) { return op; }));
     clear_garbage(heap, older);
-    outcome.uncollectable = report_uncollectable(heap, uncollectable);
+    outcome.uncollectable = keep_uncollectable(heap, older);
     return outcome;
 }
 

@@ -33,6 +33,7 @@ void print_to_stderr(cgc_error_kind, const char *message, void *) {
 void report_garbage_at_shutdown(Heap &heap) {
     if (heap.garbage.empty() || (heap.debug_flags & CGC_DEBUG_SAVEALL)) return;
     if (heap.debug_flags & CGC_DEBUG_UNCOLLECTABLE) {
+        log_line(heap, "ResourceWarning: gc: %zu uncollectable objects at shutdown", heap.garbage.size());
         for (cgc_object *op : heap.garbage)
             log_line(heap, "gc: uncollectable <%s %p>", type_name_of(op), static_cast<void *>(op));
     } else {
@@ -113,7 +114,7 @@ void cgc_heap_delete(cgc_heap *handle) {
     if (!empty) {
         // Live objects sit in this heap's pages: keep the heap rather than
         // leave them dangling.
-        report(CGC_ERR_MISUSE, "cgc_heap_delete: the heap still has live objects; "
+        report(CGC_ERR_MISUSE, "cgc_heap_delete: the heap still has live tracked objects (or other live GC objects); "
                                "its state is kept (leaked) so that they stay valid");
         return;
     }
@@ -204,9 +205,11 @@ int cgc_finalize(void) {
     // Finalizers run by one collection may release more cycles: repeat
     // while collections find garbage (bounded, in case a finalizer keeps
     // creating new garbage).
+    heap.finalizing = true;
     for (int round = 0; round < 16; ++round) {
         if (collect(heap, CGC_NUM_GENERATIONS - 1) == 0) break;
     }
+    heap.finalizing = false;
     report_garbage_at_shutdown(heap);
     return 0;
 }

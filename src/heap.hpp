@@ -53,11 +53,15 @@ struct Heap {
     // The unreachable objects of the running collection (GcMeta::word is the
     // index; an entry becomes NULL when its object is untracked or freed).
     std::vector<cgc_object *> unreachable;
+    // Its uncollectable objects (legacy finalizers and what they reach), kept
+    // apart until the end of the collection, the same way.
+    std::vector<cgc_object *> uncollectable;
 
     bool enabled = true;
     Phase phase = Phase::idle;
     cgc_auto_mode auto_mode = CGC_AUTO_AT_ALLOCATION;
     bool collection_due = false;
+    bool finalizing = false;  // in cgc_finalize: no collection callbacks (as CPython at exit)
 
     // CPython's rule against quadratic full collections on a growing heap:
     // a full collection runs only when the objects that survived a gen-1
@@ -138,8 +142,10 @@ void log_line(Heap &heap, const char *format, ...) __attribute__((format(printf,
 
 // Weak references during a collection (weakref.cpp). Clears weak references
 // to the unreachable objects and those that are themselves unreachable, then
-// runs the callbacks of the reachable ones; returns whether any ran.
-bool handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable);
+// runs the callbacks of the reachable ones; sets *ran if any ran, and returns
+// how many weak reference objects the callbacks freed (counted as collected,
+// as in CPython).
+cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable, bool *ran);
 // Clears, without callbacks, weak references to the unreachable objects
 // (made by finalizers) and unreachable weak reference objects.
 void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable);

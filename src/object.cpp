@@ -85,8 +85,15 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
 }
 
 void destroy(cgc_object *op) {
-    // Weak references die with their referent, before its destructor runs.
-    if (has_gc_head(op) && (meta_of(op).flags & kHasWeakrefs)) cgc_clear_weakrefs(op);
+    // Weak references die with their referent and call back before its
+    // destructor runs; but if a finalizer is still to run (inside
+    // tp_dealloc), it may resurrect the object, so they wait for it
+    // (cgc_call_finalizer_from_dealloc, or at the latest cgc_gc_del).
+    if (has_gc_head(op)) {
+        GcMeta &meta = meta_of(op);
+        bool finalizer_pending = op->ob_type->tp_finalize && !(meta.flags & kFinalized);
+        if ((meta.flags & kHasWeakrefs) && !finalizer_pending) cgc_clear_weakrefs(op);
+    }
     cgc_destructor dealloc = op->ob_type->tp_dealloc;
     (dealloc ? dealloc : cgc_default_dealloc)(op);
 }
@@ -133,17 +140,23 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
 }
 
 void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
+    auto take_out = [&](std::vector<cgc_object *> &list) {
+        if (meta.word < list.size() && list[meta.word] == op) list[meta.word] = nullptr;
+    };
     if (meta.flags & kCollecting) {
-        heap.unreachable[meta.word] = nullptr;
+        take_out(heap.unreachable);
+    } else if (meta.flags & kUncollectable) {
+        take_out(heap.uncollectable);
     } else if (meta.generation < 2) {
         auto &list = heap.young[meta.generation];
-        cgc_object *last = list.back();
-        list[meta.word] = last;
-        meta_of(last).word = meta.word;
-        list.pop_back();
+        if (meta.word < list.size() && list[meta.word] == op) {  // (not during a full collection's analysis)
+            cgc_object *last = list.back();
+            list[meta.word] = last;
+            meta_of(last).word = meta.word;
+            list.pop_back();
+        }
     }
-    (void)op;
-    meta.flags = static_cast<uint8_t>(meta.flags & ~(kTracked | kCollecting | kReachable));
+    meta.flags = static_cast<uint8_t>(meta.flags & ~(kTracked | kCollecting | kReachable | kUncollectable));
 }
 
 void note_gc_allocation(Heap &heap) {
@@ -251,6 +264,10 @@ void cgc_gc_del(void *memory) {
     if (!memory) return;
     auto *op = static_cast<cgc_object *>(memory);
     GcMeta &meta = meta_of(op);
+    // Weak references die with their referent: here, after its finalizer
+    // (which may have resurrected it, in which case we are not here) and its
+    // destructor, as CPython's dealloc clears them; callbacks see them dead.
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
     Heap &heap = heap_of(op);
     if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
     Generation &young = heap.generations[0];
@@ -298,7 +315,7 @@ void cgc_gc_untrack(void *memory) {
     GcMeta &meta = meta_of(op);
     if (!(meta.flags & kTracked)) return;
     Heap &heap = heap_of(op);
-    if (heap.phase == Phase::finding_unreachable && (meta.flags & kCollecting)) {
+    if (heap.phase == Phase::finding_unreachable) {
         report(CGC_ERR_MISUSE, "cgc_gc_untrack (PyObject_GC_UnTrack): object %p of type '%s' "
                "untracked from inside tp_traverse, which must not change the object graph; "
                "ignored", memory, type_name_of(op));
@@ -352,6 +369,7 @@ void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Heap &heap = *page_of(memory)->heap;
     GcMeta &meta = meta_of(memory);
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
     if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
     Generation &young = heap.generations[0];
     if (young.count > 0) young.count--;
@@ -377,8 +395,14 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
     self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
     if (meta) meta->flags |= kFinalized;
     finalize(self);
-    if (--self->ob_refcnt == 0) return 0;
-    return -1;  // resurrected: the dealloc must stop
+    if (--self->ob_refcnt != 0) return -1;  // resurrected: the dealloc must stop
+    if (meta && (meta->flags & kHasWeakrefs)) {
+        // Dying for good: weak references (some perhaps made by the
+        // finalizer) die now. Callbacks must not see the object, so it is
+        // kept at count 0 meanwhile.
+        cgc_clear_weakrefs(self);
+    }
+    return 0;
 }
 
 void cgc_default_dealloc(cgc_object *self) {

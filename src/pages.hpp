@@ -50,6 +50,7 @@ constexpr uint8_t kFinalized = 4;     // tp_finalize has run (for life)
 constexpr uint8_t kCollecting = 8;    // in the set being collected
 constexpr uint8_t kReachable = 16;    // found reachable by this collection
 constexpr uint8_t kHasWeakrefs = 32;  // weak references to it exist
+constexpr uint8_t kUncollectable = 64;  // set apart by this collection (legacy finalizer)
 constexpr uint8_t kPermanent = 3;     // GcMeta::generation of frozen objects
 
 constexpr size_t kPageSize = size_t(64) << 10;

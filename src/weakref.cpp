@@ -61,11 +61,17 @@ void detach_all(Heap &heap, cgc_object *referent, std::vector<WeakRef *> &queue,
     }
 }
 
-void run_callbacks(std::vector<WeakRef *> &queue) {
+// Runs the queued callbacks; returns how many weak reference objects died
+// when the queue let go of them (a callback may drop the last other
+// reference to its own weak reference).
+cgc_ssize_t run_callbacks(std::vector<WeakRef *> &queue) {
+    cgc_ssize_t freed = 0;
     for (WeakRef *wr : queue) {
         call_user_code("a weak reference callback", as_object(wr), [&] { wr->callback(as_object(wr), wr->context); });
+        if (as_object(wr)->ob_refcnt == 1) ++freed;
         cgc_decref(as_object(wr));
     }
+    return freed;
 }
 
 int weakref_traverse(cgc_object *, cgc_visitproc, void *) { return 0; }
@@ -91,7 +97,7 @@ bool is_weakref(cgc_object *op) {
     return false;
 }
 
-bool handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable) {
+cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable, bool *ran) {
     std::vector<WeakRef *> queue;
     for (cgc_object *op : unreachable) {
         if (!op) continue;
@@ -101,8 +107,8 @@ bool handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable) {
         // Only weak references that survive get their callback.
         detach_all(heap, op, queue, [](WeakRef *wr) { return !(meta_of(wr).flags & kCollecting); });
     }
-    run_callbacks(queue);
-    return !queue.empty();
+    *ran = !queue.empty();
+    return run_callbacks(queue);
 }
 
 void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable) {

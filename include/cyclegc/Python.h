@@ -263,7 +263,9 @@ typedef cgc_object_visitor gcvisitobjects_t;
 /* cyclegc has no exception objects: PyErr_Occurred() returns non-NULL (a
  * marker, not an object) when an error is recorded; the message is
  * cgc_error_message(). */
-#define PyErr_Occurred() ((PyObject *)(cgc_error_occurred() ? (void *)&cgc_base_object_type : NULL))
+static inline PyObject *PyErr_Occurred(void) {
+    return cgc_error_occurred() ? (PyObject *)&cgc_base_object_type : NULL;
+}
 #define PyErr_Clear cgc_error_clear
 static inline PyObject *PyErr_NoMemory(void) {
     cgc_error_set(CGC_ERR_MEMORY, "out of memory");
