@@ -153,6 +153,8 @@ bool is_weakref(cgc_object *op);
 // An untracked object moved (resized): its weak references follow it.
 void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to);
 
+bool free_gc_pointer(void *memory);
+
 // Tracking (object.cpp): the heap of the object's page keeps the lists.
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 // Puts a tracked object in generation `generation` (its lists).

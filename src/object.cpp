@@ -1,4 +1,5 @@
 // Objects: allocation, tracking, and deallocation with a bounded stack.
+#include "arena.hpp"
 #include "heap.hpp"
 
 #include <cstdlib>
@@ -120,6 +121,21 @@ void run_deferred_deallocs(Heap &heap) {
 
 }  // namespace
 
+// The Python 2.0 API freed GC objects through their header pointer
+// (PyObject_DEL(PyObject_AS_GC(op)), PyObject_FREE): a pointer into a GC
+// page, to an object or to its GcMeta, frees that object. Returns false for
+// any other pointer (which the caller frees as plain memory).
+bool free_gc_pointer(void *memory) {
+    if (!g_arena->reserved() || !g_arena->contains(memory)) return false;
+    Page *page = page_of(memory);
+    auto *meta = static_cast<GcMeta *>(memory);
+    if (meta >= page->meta && meta < page->meta + page->slot_count)
+        cgc_gc_del(page->object_at(static_cast<uint32_t>(meta - page->meta)));
+    else
+        cgc_gc_del(page->object_at(page->index_of(memory)));
+    return true;
+}
+
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation) {
     meta.generation = static_cast<uint8_t>(generation);
     if (generation >= 2) {  // the old generation is implicit: found by walking pages
@@ -206,6 +222,7 @@ cgc_object *cgc_object_new_var(cgc_type *type, cgc_ssize_t nitems) {
 
 void cgc_object_del(void *memory) {
     if (!memory) return;
+    if (free_gc_pointer(memory)) return;
     auto *op = static_cast<cgc_object *>(memory);
     if (op->ob_type && has_gc_head(op))
         cgc_gc_del(op);
@@ -379,7 +396,9 @@ void cgc_gc_raw_free(void *memory) {
 void *cgc_malloc(size_t size) { return std::malloc(size ? size : 1); }
 void *cgc_calloc(size_t count, size_t size) { return std::calloc(count ? count : 1, size ? size : 1); }
 void *cgc_realloc(void *memory, size_t size) { return std::realloc(memory, size ? size : 1); }
-void cgc_free(void *memory) { std::free(memory); }
+void cgc_free(void *memory) {
+    if (!free_gc_pointer(memory)) std::free(memory);
+}
 
 int cgc_call_finalizer_from_dealloc(cgc_object *self) {
     cgc_destructor finalize = self->ob_type->tp_finalize;
