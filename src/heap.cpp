@@ -21,8 +21,6 @@ Heap &default_heap() {
     return *heap;
 }
 
-thread_local Heap *t_current_heap = nullptr;
-
 void print_to_stderr(cgc_error_kind, const char *message, void *) {
     std::fprintf(stderr, "cyclegc: %s\n", message);
 }
@@ -44,9 +42,14 @@ void report_garbage_at_shutdown(Heap &heap) {
 
 }  // namespace
 
-Heap &current_heap() {
-    Heap *heap = t_current_heap;
-    return heap ? *heap : default_heap();
+// initial-exec: a plain %fs-relative load, not a __tls_get_addr call; the
+// pointer is all the library keeps per thread.
+thread_local Heap *t_current_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+
+Heap &current_heap_slow() {
+    Heap &heap = default_heap();
+    t_current_heap = &heap;
+    return heap;
 }
 
 void report(cgc_error_kind kind, const char *format, ...) {
@@ -106,7 +109,7 @@ void cgc_heap_delete(cgc_heap *handle) {
         report(CGC_ERR_MISUSE, "cgc_heap_delete: the default heap cannot be deleted");
         return;
     }
-    Heap *previous = t_current_heap;
+    Heap *previous = &current_heap();
     t_current_heap = heap;
     cgc_finalize();
     bool empty = heap->space.live_objects() == 0;

@@ -99,7 +99,13 @@ struct Heap {
     bool collecting() const { return phase != Phase::idle; }
 };
 
-Heap &current_heap();
+extern thread_local Heap *t_current_heap __attribute__((tls_model("initial-exec")));
+Heap &current_heap_slow();
+// The calling thread's current heap (the default heap until one is set).
+inline Heap &current_heap() {
+    Heap *heap = t_current_heap;
+    return heap ? *heap : current_heap_slow();
+}
 
 // Records an error on the current heap and passes it to the error hook.
 void report(cgc_error_kind kind, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -41,8 +41,12 @@ cgc_ssize_t object_size(cgc_type *type, cgc_ssize_t nitems, const char *function
 
 cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
                             bool spare_item) {
-    if (!ensure_ready(type, function)) return nullptr;
-    cgc_ssize_t size = object_size(type, nitems, function);
+    if (!type || !(type->tp_flags & CGC_TPFLAGS_READY)) {
+        if (!ensure_ready(type, function)) return nullptr;
+    }
+    cgc_ssize_t size = nitems == 0 && type->tp_basicsize >= static_cast<cgc_ssize_t>(sizeof(cgc_object))
+                           ? type->tp_basicsize
+                           : object_size(type, nitems, function);
     if (size >= 0 && spare_item && type->tp_itemsize) size += type->tp_itemsize;
     if (size < 0) return nullptr;
     bool gc = (type->tp_flags & CGC_TPFLAGS_HAVE_GC) != 0;
@@ -165,10 +169,13 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
         take_out(heap.uncollectable);
     } else if (meta.generation < 2) {
         auto &list = heap.young[meta.generation];
-        if (meta.word < list.size() && list[meta.word] == op) {  // (not during a full collection's analysis)
-            cgc_object *last = list.back();
-            list[meta.word] = last;
-            meta_of(last).word = meta.word;
+        size_t index = meta.word;
+        if (index < list.size() && list[index] == op) {  // (not during a full collection's analysis)
+            if (index + 1 != list.size()) {  // else: the newest, the common case
+                cgc_object *last = list.back();
+                list[index] = last;
+                meta_of(last).word = static_cast<uint32_t>(index);
+            }
             list.pop_back();
         }
     }
