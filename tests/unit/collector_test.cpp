@@ -1,71 +1,27 @@
-#include <cyclegc/cyclegc.h>
-#include <gtest/gtest.h>
+// The collector: what it frees and what it keeps, generations, counts,
+// statistics, scheduling (the long-lived rule), re-entrancy, finalizers
+// (PEP 442: resurrection, order), user code that changes the unreachable set
+// while it is processed, and refcount corruption.
+#include "test_types.hpp"
+
+#include <algorithm>
+#include <set>
+
+using namespace cgc_test;
 
 namespace {
 
-struct Node {
-    cgc_object ob_base;
-    cgc_object *next;
-};
+class CollectorTest : public HeapFixture {};
 
-int node_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
-    auto *node = reinterpret_cast<Node *>(self);
-    if (node->next) return visit(node->next, arg);
-    return 0;
-}
-
-int node_clear(cgc_object *self) {
-    auto *node = reinterpret_cast<Node *>(self);
-    cgc_object *next = node->next;
-    node->next = nullptr;
-    cgc_xdecref(next);
-    return 0;
-}
-
-int g_freed = 0;
-
-void node_dealloc(cgc_object *self) {
-    cgc_gc_untrack(self);
-    node_clear(self);
-    ++g_freed;
-    cgc_gc_del(self);
-}
-
-cgc_type node_type = [] {
-    cgc_type t{};
-    t.tp_name = "Node";
-    t.tp_basicsize = sizeof(Node);
-    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
-    t.tp_dealloc = node_dealloc;
-    t.tp_traverse = node_traverse;
-    t.tp_clear = node_clear;
-    return t;
-}();
-
-Node *new_node() {
-    auto *node = reinterpret_cast<Node *>(cgc_gc_new(&node_type));
-    cgc_gc_track(node);
-    return node;
-}
-
-class CollectorTest : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        cgc_collect(2);
-        cgc_disable();
-        g_freed = 0;
-    }
-    void TearDown() override { cgc_enable(); }
-};
+// ---- What is freed and what is kept -----------------------------------------
 
 TEST_F(CollectorTest, SelfCycleIsCollected) {
     Node *a = new_node();
-    a->next = &a->ob_base;
-    cgc_incref(&a->ob_base);
-    cgc_decref(&a->ob_base);
-    EXPECT_EQ(g_freed, 0);
+    link_next(a, a);
+    cgc_decref(obj(a));
+    EXPECT_EQ(counters.deallocated, 0);
     EXPECT_EQ(cgc_collect(2), 1);
-    EXPECT_EQ(g_freed, 1);
+    EXPECT_EQ(counters.deallocated, 1);
 }
 
 TEST_F(CollectorTest, LongRingIsCollectedWithoutRecursion) {
@@ -74,16 +30,667 @@ TEST_F(CollectorTest, LongRingIsCollectedWithoutRecursion) {
     Node *last = first;
     for (int i = 1; i < n; ++i) {
         Node *node = new_node();
-        last->next = &node->ob_base;
+        last->next = obj(node);  // transfers the new reference
         last = node;
     }
-    cgc_incref(&first->ob_base);
-    last->next = &first->ob_base;
+    link_next(last, first);
     EXPECT_EQ(cgc_collect(2), 0);  // we still hold `first`
-    EXPECT_EQ(g_freed, 0);
-    cgc_decref(&first->ob_base);
+    EXPECT_EQ(counters.deallocated, 0);
+    cgc_decref(obj(first));
     EXPECT_EQ(cgc_collect(2), n);
-    EXPECT_EQ(g_freed, n);
+    EXPECT_EQ(counters.deallocated, n);
+    EXPECT_LE(counters.max_dealloc_depth, 2 * gci::kMaxDeallocDepth);
+}
+
+TEST_F(CollectorTest, CyclesReachableFromOutsideSurvive) {
+    Node *a = new_node(1);
+    Node *b = new_node(2);
+    Node *c = new_node(3);
+    link_next(a, b);  // a -> (b <-> c), and the test holds only a
+    link_next(b, c);
+    link_next(c, b);
+    cgc_decref(obj(b));
+    cgc_decref(obj(c));
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(obj(b)->ob_refcnt, 2);
+    EXPECT_EQ(obj(c)->ob_refcnt, 1);
+    EXPECT_EQ(counters.cleared, 0);
+
+    cgc_decref(obj(a));  // reference counting frees a; b <-> c is garbage now
+    EXPECT_EQ(counters.deallocated, 1);
+    EXPECT_EQ(cgc_collect(2), 2);
+    EXPECT_EQ(counters.deallocated, 3);
+}
+
+TEST_F(CollectorTest, ReachabilityDoesNotDependOnListOrder) {
+    // holder -> b <-> c. When b and c are tracked before holder, the scan
+    // meets them first (gc_refs 0) and must move them back when it reaches
+    // holder; tracked after, holder marks them before the scan gets there.
+    for (bool holder_last : {true, false}) {
+        SCOPED_TRACE(holder_last ? "holder tracked last" : "holder tracked first");
+        reset_node_state();
+        Node *holder = holder_last ? nullptr : new_node(1);
+        Node *b = new_node(2);
+        Node *c = new_node(3);
+        if (holder_last) holder = new_node(1);
+        link_next(b, c);
+        link_next(c, b);
+        link_next(holder, b);
+        cgc_decref(obj(b));
+        cgc_decref(obj(c));
+        EXPECT_EQ(cgc_collect(0), 0);
+        EXPECT_EQ(counters.deallocated, 0);
+        EXPECT_EQ(counters.cleared, 0);
+        for (Node *node : {holder, b, c}) EXPECT_EQ(generation_of(node), 1);
+        EXPECT_EQ(holder->next, obj(b));
+        EXPECT_EQ(b->next, obj(c));
+        cgc_decref(obj(holder));
+        EXPECT_EQ(cgc_collect(1), 2);
+        EXPECT_EQ(counters.deallocated, 3);
+    }
+}
+
+TEST_F(CollectorTest, ReferenceFromUntrackedObjectKeepsCycleAlive) {
+    Node *holder = new_node(&node_type, 0, /*track=*/false);
+    Node *x = new_node(1);
+    Node *y = new_node(2);
+    link_next(x, y);
+    link_next(y, x);
+    link_extra(holder, obj(x));
+    cgc_decref(obj(x));
+    cgc_decref(obj(y));
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(counters.deallocated, 0);
+
+    cgc_decref(obj(holder));  // frees holder, which drops x
+    EXPECT_EQ(counters.deallocated, 1);
+    EXPECT_EQ(cgc_collect(2), 2);
+    EXPECT_EQ(counters.deallocated, 3);
+}
+
+TEST_F(CollectorTest, GarbageReferringToLiveObjectsFreesOnlyTheGarbage) {
+    Node *live = new_node(1);
+    Node *a = new_node(2);
+    Node *b = new_node(3);
+    link_next(a, b);
+    link_next(b, a);
+    link_extra(a, obj(live));
+    link_extra(b, obj(live));
+    cgc_decref(obj(a));
+    cgc_decref(obj(b));
+    EXPECT_EQ(obj(live)->ob_refcnt, 3);
+    EXPECT_EQ(cgc_collect(0), 2);
+    EXPECT_EQ(counters.deallocated, 2);
+    EXPECT_EQ(obj(live)->ob_refcnt, 1);
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(live)));
+    cgc_decref(obj(live));
+}
+
+// ---- Generations ------------------------------------------------------------
+
+TEST_F(CollectorTest, YoungCollectionExaminesOnlyYoungObjects) {
+    std::vector<Node *> nodes;
+    for (int i = 0; i < 5; ++i) nodes.push_back(new_node(i));
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_EQ(stats_of(0).examined, 5u);
+    for (Node *node : nodes) EXPECT_EQ(generation_of(node), 1);
+
+    for (int i = 5; i < 8; ++i) nodes.push_back(new_node(i));
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_EQ(stats_of(0).examined, 5u + 3u);  // only the 3 new ones
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_EQ(stats_of(0).examined, 8u);  // nothing young left
+    EXPECT_EQ(stats_of(0).collections, 3u);
+
+    EXPECT_EQ(cgc_collect(1), 0);
+    EXPECT_EQ(stats_of(1).examined, 8u);
+    for (Node *node : nodes) EXPECT_EQ(generation_of(node), 2);
+    EXPECT_EQ(cgc_collect(1), 0);
+    EXPECT_EQ(stats_of(1).examined, 8u);  // they are old now
+
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(stats_of(2).examined, 8u);
+    for (Node *node : nodes) EXPECT_EQ(generation_of(node), 2);
+    for (Node *node : nodes) cgc_decref(obj(node));
+}
+
+TEST_F(CollectorTest, SurvivorsArePromotedOneGenerationAtATime) {
+    Node *x = new_node();
+    EXPECT_EQ(generation_of(x), 0);
+    cgc_collect(0);
+    EXPECT_EQ(generation_of(x), 1);
+    cgc_collect(0);
+    EXPECT_EQ(generation_of(x), 1);
+    cgc_collect(1);
+    EXPECT_EQ(generation_of(x), 2);
+    cgc_collect(2);
+    EXPECT_EQ(generation_of(x), 2);
+    cgc_decref(obj(x));
+}
+
+TEST_F(CollectorTest, OldGarbageIsLeftToOlderCollections) {
+    Node *a = new_node(1);
+    Node *b = new_node(2);
+    link_next(a, b);
+    link_next(b, a);
+    cgc_collect(0);  // held: promoted to generation 1
+    cgc_decref(obj(a));
+    cgc_decref(obj(b));
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(cgc_collect(1), 2);
+    EXPECT_EQ(counters.deallocated, 2);
+}
+
+TEST_F(CollectorTest, ReferenceFromOlderGenerationKeepsYoungObjectAlive) {
+    Node *old = new_node(1);
+    cgc_collect(2);
+    ASSERT_EQ(generation_of(old), 2);
+    Node *young = new_node(2);
+    link_next(young, young);  // would be garbage without `old`'s reference
+    link_next(old, young);
+    cgc_decref(obj(young));
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(generation_of(young), 1);
+    cgc_decref(obj(old));  // old freed; young is a garbage self-cycle now
+    EXPECT_EQ(counters.deallocated, 1);
+    EXPECT_EQ(cgc_collect(1), 1);
+    EXPECT_EQ(counters.deallocated, 2);
+}
+
+// ---- Counts (CPython's test_collect_generations) ----------------------------
+
+TEST_F(CollectorTest, CountsFollowCollections) {
+    cgc_collect(2);
+    Node *x = new_node();  // trickles into generation N + 1 after collect(N)
+    cgc_collect(0);
+    EXPECT_EQ(cgc_get_count(1), 1);
+    EXPECT_EQ(cgc_get_count(2), 0);
+    cgc_collect(1);
+    EXPECT_EQ(cgc_get_count(1), 0);
+    EXPECT_EQ(cgc_get_count(2), 1);
+    cgc_collect(2);
+    EXPECT_EQ(cgc_get_count(1), 0);
+    EXPECT_EQ(cgc_get_count(2), 0);
+    cgc_decref(obj(x));
+}
+
+TEST_F(CollectorTest, YoungCountIsAllocationsMinusFrees) {
+    EXPECT_EQ(cgc_get_count(0), 0);
+    Node *a = new_node(1);
+    Node *b = new_node(2);
+    Node *c = new_node(&node_type, 3, /*track=*/false);  // untracked GC objects count too
+    EXPECT_EQ(cgc_get_count(0), 3);
+    cgc_decref(obj(b));
+    EXPECT_EQ(cgc_get_count(0), 2);
+    cgc_collect(0);
+    EXPECT_EQ(cgc_get_count(0), 0);
+    EXPECT_EQ(cgc_get_count(1), 1);
+    cgc_decref(obj(a));
+    cgc_decref(obj(c));
+    EXPECT_EQ(cgc_get_count(0), 0);  // never below zero
+}
+
+// ---- Statistics -------------------------------------------------------------
+
+TEST_F(CollectorTest, StatisticsAccumulatePerGeneration) {
+    for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) {
+        cgc_generation_stats s = stats_of(g);
+        EXPECT_EQ(s.collections + s.collected + s.examined + s.total_ns + s.max_pause_ns, 0u);
+    }
+    Node *live1 = new_node(1);
+    Node *live2 = new_node(2);
+    for (int i = 0; i < 3; ++i) make_garbage_self_cycle();
+    EXPECT_EQ(cgc_collect(0), 3);
+    cgc_generation_stats first = stats_of(0);
+    EXPECT_EQ(first.collections, 1u);
+    EXPECT_EQ(first.collected, 3u);
+    EXPECT_EQ(first.examined, 5u);
+    EXPECT_EQ(first.uncollectable, 0u);
+    EXPECT_GT(first.total_ns, 0u);
+    EXPECT_GT(first.max_pause_ns, 0u);
+    EXPECT_LE(first.max_pause_ns, first.total_ns);
+    EXPECT_EQ(stats_of(1).collections, 0u);
+    EXPECT_EQ(stats_of(2).collections, 0u);
+
+    make_garbage_self_cycle();
+    EXPECT_EQ(cgc_collect(0), 1);
+    cgc_generation_stats second = stats_of(0);
+    EXPECT_EQ(second.collections, 2u);
+    EXPECT_EQ(second.collected, 4u);
+    EXPECT_EQ(second.examined, 6u);  // 5 + the new one (live1, live2 are in gen 1)
+    EXPECT_GT(second.total_ns, first.total_ns);
+    EXPECT_GE(second.max_pause_ns, first.max_pause_ns);
+    EXPECT_LE(second.max_pause_ns, second.total_ns);
+
+    EXPECT_EQ(cgc_collect(2), 0);
+    cgc_generation_stats full = stats_of(2);
+    EXPECT_EQ(full.collections, 1u);
+    EXPECT_EQ(full.examined, 2u);
+    EXPECT_EQ(full.collected, 0u);
+    EXPECT_EQ(stats_of(0).collections, 2u);  // a full collection counts for gen 2 only
+    cgc_decref(obj(live1));
+    cgc_decref(obj(live2));
+}
+
+// ---- Scheduling: the long-lived rule ----------------------------------------
+
+TEST_F(CollectorTest, GrowingLiveHeapDoesNotRunFullCollectionEveryTime) {
+    // A large live heap, fully collected once: 100,000 long-lived objects.
+    std::vector<Node *> live;
+    live.reserve(140'000);
+    for (int i = 0; i < 100'000; ++i) live.push_back(new_node());
+    cgc_collect(2);
+    // Small thresholds: without the 25% rule, an automatic full collection
+    // would run about every 7 young collections (~700 allocations).
+    cgc_set_threshold(0, 100);
+    cgc_set_threshold(1, 1);
+    cgc_set_threshold(2, 1);
+    cgc_enable();
+    uint64_t full_before = stats_of(2).collections;
+    uint64_t young_before = stats_of(0).collections;
+    uint64_t middle_before = stats_of(1).collections;
+
+    // 20,000 new long-lived objects: less than 25% of 100,000.
+    for (int i = 0; i < 20'000; ++i) live.push_back(new_node());
+    EXPECT_GT(stats_of(0).collections, young_before + 50);
+    EXPECT_GT(stats_of(1).collections, middle_before + 20);
+    EXPECT_EQ(stats_of(2).collections, full_before) << "full collections while the new long-lived "
+                                                       "objects are < 25% of the old ones";
+
+    // 20,000 more: the pending ones pass 25% once, so one full collection.
+    for (int i = 0; i < 20'000; ++i) live.push_back(new_node());
+    uint64_t full_runs = stats_of(2).collections - full_before;
+    EXPECT_GE(full_runs, 1u);
+    EXPECT_LE(full_runs, 2u);
+
+    cgc_disable();
+    for (Node *node : live) cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 140'000);
+}
+
+// ---- Re-entrancy ------------------------------------------------------------
+
+TEST_F(CollectorTest, CollectionReturnsZeroWhenReentered) {
+    cgc_enable();  // so that cgc_collect_if_enabled would collect if it could
+    std::vector<cgc_ssize_t> nested;
+    std::vector<int> collecting;
+    int finalize_result = 99;
+    on_finalize = [&](Node *) {
+        // Garbage a nested collection would find if it ran.
+        make_garbage_self_cycle(&node_type, 100);
+        collecting.push_back(cgc_is_collecting());
+        nested.push_back(cgc_collect(0));
+        nested.push_back(cgc_collect(2));
+        nested.push_back(cgc_collect_if_enabled());
+        nested.push_back(cgc_safepoint());
+        finalize_result = cgc_finalize();
+    };
+    on_clear = [&](Node *node) {
+        if (node->id != 1) return;
+        collecting.push_back(cgc_is_collecting());
+        nested.push_back(cgc_collect(2));
+    };
+    EXPECT_EQ(cgc_is_collecting(), 0);
+    make_garbage_self_cycle(&final_node_type, 1);
+    EXPECT_EQ(cgc_collect(2), 1);
+    EXPECT_EQ(cgc_is_collecting(), 0);
+
+    EXPECT_EQ(nested, (std::vector<cgc_ssize_t>{0, 0, 0, 0, 0}));
+    EXPECT_EQ(collecting, (std::vector<int>{1, 1}));
+    EXPECT_EQ(finalize_result, -1);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_finalize", "during a collection"});
+    EXPECT_EQ(stats_of(2).collections, 1u);
+    EXPECT_EQ(stats_of(0).collections, 0u);
+    EXPECT_EQ(counters.deallocated, 1);
+
+    // The garbage the finalizer made is young: the next collection frees it.
+    on_finalize = nullptr;
+    on_clear = nullptr;
+    EXPECT_EQ(cgc_collect(0), 1);
+    EXPECT_EQ(counters.deallocated, 2);
+}
+
+TEST_F(CollectorTest, AllocationInsideFinalizerDoesNotStartCollection) {
+    cgc_set_threshold(0, 5);
+    cgc_enable();
+    on_finalize = [&](Node *) {
+        for (int i = 0; i < 20; ++i) make_garbage_self_cycle(&node_type, 100 + i);
+    };
+    make_garbage_self_cycle(&final_node_type, 1);
+    EXPECT_EQ(cgc_collect(2), 1);
+    on_finalize = nullptr;
+    EXPECT_EQ(stats_of(0).collections, 0u);
+    EXPECT_EQ(counters.deallocated, 1);
+    // The next allocation is over the threshold and collects them.
+    Node *trigger = new_node(200);
+    EXPECT_EQ(stats_of(0).collections, 1u);
+    EXPECT_EQ(counters.deallocated, 21);
+    cgc_decref(obj(trigger));
+}
+
+// ---- Finalizers (PEP 442) ----------------------------------------------------
+
+TEST_F(CollectorTest, FinalizerCanResurrectItsObject) {
+    cgc_object *saved = nullptr;
+    on_finalize = [&](Node *node) {
+        saved = obj(node);
+        cgc_incref(saved);
+    };
+    Node *a = make_garbage_self_cycle(&final_node_type, 1);
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_EQ(counters.finalized, 1);
+    EXPECT_EQ(counters.cleared, 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    ASSERT_EQ(saved, obj(a));
+    EXPECT_EQ(saved->ob_refcnt, 2);
+    EXPECT_TRUE(cgc_gc_is_finalized(saved));
+    EXPECT_TRUE(cgc_gc_is_tracked(saved));
+    EXPECT_EQ(generation_of(saved), 1);  // resurrected objects are survivors
+    EXPECT_EQ(a->next, obj(a));          // and were not cleared
+
+    cgc_decref(saved);  // garbage again: freed, and not finalized a second time
+    EXPECT_EQ(cgc_collect(1), 1);
+    EXPECT_EQ(counters.finalized, 1);
+    EXPECT_EQ(counters.deallocated, 1);
+}
+
+TEST_F(CollectorTest, ResurrectionKeepsEverythingTheObjectReaches) {
+    cgc_object *saved = nullptr;
+    on_finalize = [&](Node *node) {
+        if (node->id != 1) return;
+        saved = obj(node);
+        cgc_incref(saved);
+    };
+    Node *a = new_node(&final_node_type, 1);
+    Node *b = new_node(&final_node_type, 2);
+    Node *c = new_node(&node_type, 3);  // reachable only from b, no finalizer
+    link_next(a, b);
+    link_next(b, a);
+    link_extra(b, obj(c));
+    cgc_decref(obj(a));
+    cgc_decref(obj(b));
+    cgc_decref(obj(c));
+
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(counters.finalized, 2);  // every finalizer runs before the check
+    EXPECT_EQ(counters.cleared, 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(b->extra, obj(c));
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(b)));
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(c)));
+    EXPECT_TRUE(cgc_gc_is_finalized(obj(b)));
+    EXPECT_FALSE(cgc_gc_is_finalized(obj(c)));
+
+    cgc_decref(saved);
+    EXPECT_EQ(cgc_collect(2), 3);
+    EXPECT_EQ(counters.finalized, 2);
+    EXPECT_EQ(counters.deallocated, 3);
+}
+
+TEST_F(CollectorTest, ResurrectedObjectFreedByRefcountIsNotFinalizedAgain) {
+    cgc_object *saved = nullptr;
+    on_finalize = [&](Node *node) {
+        saved = obj(node);
+        cgc_incref(saved);
+    };
+    Node *a = make_garbage_self_cycle(&final_node_type, 1);
+    EXPECT_EQ(cgc_collect(2), 0);
+    ASSERT_EQ(saved, obj(a));
+    link_next(a, nullptr);  // break the cycle by hand
+    cgc_decref(saved);      // dealloc: PyObject_CallFinalizerFromDealloc must not run it again
+    EXPECT_EQ(counters.finalized, 1);
+    EXPECT_EQ(counters.deallocated, 1);
+}
+
+TEST_F(CollectorTest, AllFinalizersRunBeforeAnyClear) {
+    log_events = true;
+    const int n = 4;
+    std::vector<Node *> ring;
+    for (int i = 1; i <= n; ++i) ring.push_back(new_node(&final_node_type, i));
+    for (int i = 0; i < n; ++i) link_next(ring[i], ring[(i + 1) % n]);
+    int intact_neighbours = 0;
+    on_finalize = [&](Node *node) {
+        if (node->next && as_node(node->next)->next) ++intact_neighbours;
+    };
+    for (Node *node : ring) cgc_decref(obj(node));
+    EXPECT_EQ(cgc_collect(2), n);
+    EXPECT_EQ(counters.finalized, n);
+    EXPECT_EQ(counters.deallocated, n);
+    EXPECT_EQ(intact_neighbours, n);
+
+    std::set<std::string> finalized;
+    size_t last_finalize = 0, first_clear = events.size();
+    for (size_t i = 0; i < events.size(); ++i) {
+        if (events[i][0] == 'F') {
+            finalized.insert(events[i]);
+            last_finalize = i;
+        }
+        if (events[i][0] == 'C') first_clear = std::min(first_clear, i);
+    }
+    EXPECT_EQ(finalized.size(), size_t(n));
+    EXPECT_LT(last_finalize, first_clear) << ::testing::PrintToString(events);
+}
+
+// ---- User code changing the unreachable set during a collection -------------
+
+TEST_F(CollectorTest, FinalizerFreesOtherUnreachableObjects) {
+    // a <-> b, a.extra = c, c <-> d: all garbage. a's finalizer breaks c <-> d
+    // and drops c, so c and d are freed in the middle of the finalizer pass,
+    // before or after the pass reaches them (creation order decides).
+    for (bool cd_first : {true, false}) {
+        SCOPED_TRACE(cd_first ? "c, d tracked first" : "c, d tracked last");
+        reset_node_state();
+        Node *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
+        auto make_cd = [&] {
+            c = new_node(&final_node_type, 3);
+            d = new_node(&final_node_type, 4);
+        };
+        if (cd_first) make_cd();
+        a = new_node(&final_node_type, 1);
+        b = new_node(&node_type, 2);
+        if (!cd_first) make_cd();
+        link_next(a, b);
+        link_next(b, a);
+        link_extra(a, obj(c));
+        link_next(c, d);
+        link_next(d, c);
+        on_finalize = [](Node *node) {
+            if (node->id != 1) return;
+            cgc_object *cc = node->extra;
+            node->extra = nullptr;
+            Node *c_node = as_node(cc);
+            cgc_object *dd = c_node->next;
+            c_node->next = nullptr;
+            cgc_decref(dd);  // frees d, which drops its reference to c
+            cgc_decref(cc);  // frees c
+        };
+        for (Node *node : {a, b, c, d}) cgc_decref(obj(node));
+        cgc_ssize_t collected = cgc_collect(2);
+        EXPECT_GE(collected, 2);
+        EXPECT_LE(collected, 4);
+        EXPECT_EQ(counters.deallocated, 4);
+        EXPECT_EQ(counters.finalized, 3);  // a, c, d: each once
+        EXPECT_EQ(tracked_total(), 0);
+    }
+}
+
+TEST_F(CollectorTest, FinalizerUntracksAnotherUnreachableObject) {
+    for (bool b_first : {true, false}) {
+        SCOPED_TRACE(b_first ? "b tracked first" : "b tracked last");
+        reset_node_state();
+        Node *a = nullptr, *b = nullptr;
+        if (b_first) b = new_node(&node_type, 2);
+        a = new_node(&final_node_type, 1);
+        if (!b_first) b = new_node(&node_type, 2);
+        link_next(a, b);
+        link_next(b, a);
+        on_finalize = [b](Node *node) {
+            if (node->id == 1) cgc_gc_untrack(obj(b));
+        };
+        cgc_decref(obj(a));
+        cgc_decref(obj(b));
+        // b is untracked now: its reference to a counts as external, so a
+        // (and b) survive. Nothing may be freed, nothing may crash.
+        EXPECT_EQ(cgc_collect(2), 0);
+        EXPECT_EQ(counters.deallocated, 0);
+        EXPECT_EQ(counters.cleared, 0);
+        EXPECT_FALSE(cgc_gc_is_tracked(obj(b)));
+        EXPECT_TRUE(cgc_gc_is_tracked(obj(a)));
+        EXPECT_FALSE(gci::is_collecting(gci::head_of(a)));
+        // Tracked again, the cycle is garbage (a is already finalized).
+        on_finalize = nullptr;
+        cgc_gc_track(obj(b));
+        EXPECT_EQ(cgc_collect(2), 2);
+        EXPECT_EQ(counters.deallocated, 2);
+        EXPECT_EQ(counters.finalized, 1);
+    }
+}
+
+TEST_F(CollectorTest, TpClearUntracksAndFreesOtherUnreachableObjects) {
+    // a <-> b and c <-> d, a.extra = c. a's tp_clear untracks c first.
+    for (bool cd_first : {true, false}) {
+        SCOPED_TRACE(cd_first ? "c, d tracked first" : "c, d tracked last");
+        reset_node_state();
+        Node *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
+        auto make_cd = [&] {
+            c = new_node(3);
+            d = new_node(4);
+        };
+        if (cd_first) make_cd();
+        a = new_node(1);
+        b = new_node(2);
+        if (!cd_first) make_cd();
+        link_next(a, b);
+        link_next(b, a);
+        link_extra(a, obj(c));
+        link_next(c, d);
+        link_next(d, c);
+        on_clear = [](Node *node) {
+            if (node->id == 1 && node->extra) cgc_gc_untrack(node->extra);
+        };
+        for (Node *node : {a, b, c, d}) cgc_decref(obj(node));
+        EXPECT_EQ(cgc_collect(2), 4);
+        EXPECT_EQ(counters.deallocated, 4);
+        EXPECT_EQ(tracked_total(), 0);
+    }
+}
+
+TEST_F(CollectorTest, ObjectSurvivingItsClearMovesToOlderGeneration) {
+    Node *x = make_garbage_self_cycle(&noclear_node_type, 1);  // no tp_clear
+    EXPECT_EQ(cgc_collect(0), 1);  // "collected": it reached the clear step
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(x)));
+    EXPECT_EQ(generation_of(x), 1);
+    EXPECT_FALSE(gci::is_collecting(gci::head_of(x)));
+
+    uint64_t examined = stats_of(0).examined;
+    cgc_collect(0);
+    EXPECT_EQ(stats_of(0).examined, examined);  // not young any more
+    EXPECT_EQ(generation_of(x), 1);
+    cgc_collect(1);
+    EXPECT_EQ(generation_of(x), 2);
+    cgc_collect(2);
+    EXPECT_EQ(generation_of(x), 2);
+    EXPECT_EQ(counters.deallocated, 0);
+
+    link_next(x, nullptr);  // break it by hand: freed
+    EXPECT_EQ(counters.deallocated, 1);
+}
+
+TEST_F(CollectorTest, ObjectWithoutClearIsFreedThroughItsNeighbour) {
+    // x has no tp_clear; y has one: whichever comes first, both are freed.
+    for (bool x_first : {true, false}) {
+        SCOPED_TRACE(x_first ? "x first" : "y first");
+        reset_node_state();
+        Node *x = nullptr, *y = nullptr;
+        if (x_first) x = new_node(&noclear_node_type, 1);
+        y = new_node(&node_type, 2);
+        if (!x_first) x = new_node(&noclear_node_type, 1);
+        link_next(x, y);
+        link_next(y, x);
+        cgc_decref(obj(x));
+        cgc_decref(obj(y));
+        EXPECT_EQ(cgc_collect(2), 2);
+        EXPECT_EQ(counters.deallocated, 2);
+        EXPECT_EQ(tracked_total(), 0);
+    }
+}
+
+TEST_F(CollectorTest, GraphChangesFromTraverseAreRefused) {
+    Node *outsider = new_node(&node_type, 9, /*track=*/false);
+    Node *culprit = new_node(1);
+    Node *victim = new_node(2);
+    bool done = false;
+    on_traverse = [&](Node *node) {
+        if (node->id != 1 || done) return;
+        done = true;
+        cgc_gc_track(obj(outsider));
+        cgc_gc_untrack(obj(victim));
+    };
+    EXPECT_EQ(cgc_collect(2), 0);
+    on_traverse = nullptr;
+    ASSERT_TRUE(done);
+    EXPECT_FALSE(cgc_gc_is_tracked(obj(outsider)));
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(victim)));
+    std::vector<ReportedError> errors = take_errors();
+    ASSERT_EQ(errors.size(), 2u) << describe(errors);
+    for (const ReportedError &error : errors) {
+        EXPECT_EQ(error.kind, CGC_ERR_MISUSE);
+        EXPECT_CONTAINS(error.message, "tp_traverse");
+        EXPECT_CONTAINS(error.message, "test.Node");
+    }
+    EXPECT_CONTAINS(errors[0].message, "cgc_gc_track");
+    EXPECT_CONTAINS(errors[1].message, "cgc_gc_untrack");
+    for (Node *node : {outsider, culprit, victim}) cgc_decref(obj(node));
+}
+
+// ---- Corruption ---------------------------------------------------------------
+
+TEST_F(CollectorTest, TraverseVisitingUnownedReferenceIsReportedAndNothingIsFreed) {
+    Node *a = new_node(1);
+    Node *b = new_node(2);
+    link_next(a, b);
+    link_next(b, a);
+    Node *liar = new_node(&final_node_type, 3);
+    liar->next = obj(a);  // the bug: a reference it does not own
+    cgc_decref(obj(a));   // a: 1 reference (from b), visited twice
+    cgc_decref(obj(b));
+
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(counters.cleared, 0);
+    std::vector<ReportedError> errors = take_errors();
+    ASSERT_GE(errors.size(), 1u);
+    EXPECT_EQ(errors[0].kind, CGC_ERR_CORRUPTION);
+    EXPECT_CONTAINS(errors[0].message, "test.Node");
+    EXPECT_CONTAINS(errors[0].message, "tp_traverse");
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_CORRUPTION);
+    EXPECT_EQ(cgc_error_count(CGC_ERR_CORRUPTION), errors.size());
+    EXPECT_EQ(obj(a)->ob_refcnt, 1);
+    EXPECT_EQ(obj(b)->ob_refcnt, 1);
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(a)));
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(b)));
+
+    liar->next = nullptr;  // repair: now a <-> b is plain garbage
+    cgc_decref(obj(liar));
+    EXPECT_EQ(cgc_collect(2), 2);
+    EXPECT_EQ(counters.deallocated, 3);
+    EXPECT_TRUE(take_errors().empty());
+}
+
+TEST_F(CollectorTest, TrackedObjectWithZeroCountIsReportedAndKept) {
+    Node *z = new_node(1);
+    obj(z)->ob_refcnt = 0;  // a Py_DECREF too many whose dealloc did not run
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(counters.deallocated, 0);
+    expect_one_error(CGC_ERR_CORRUPTION, {"test.Node", "reference count 0"});
+    EXPECT_TRUE(cgc_gc_is_tracked(obj(z)));
+    obj(z)->ob_refcnt = 1;
+    cgc_decref(obj(z));
+    EXPECT_EQ(counters.deallocated, 1);
 }
 
 }  // namespace

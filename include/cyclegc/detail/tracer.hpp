@@ -68,9 +68,10 @@ concept clearable_range = range<M> && std::is_default_constructible_v<M> && requ
 
 class tracer {
   public:
-    // Traces each member: a ref, a weak (ignored: not an owning edge), a
-    // standard container, optional, variant, pair, tuple or unique_ptr of
-    // traceable things, or a type with its own `trace` member.
+    // Traces each member: a ref, a weak (its weak reference object, not the
+    // referent: a weak keeps nothing alive), a standard container, optional,
+    // variant, pair, tuple or unique_ptr of traceable things, or a type with
+    // its own `trace` member.
     template <class... Members>
     void operator()(Members &...members) {
         (trace_member(members), ...);
@@ -123,10 +124,19 @@ struct trace_traits<ref<T>> {
     static void trace(tracer &t, const ref<T> &r) { t.reference(r); }
 };
 
+// A weak<T> owns its weak reference object (never the referent): tracing it
+// lets the collector see when the weak reference is itself garbage, whose
+// callback then must not run; clearing drops it.
 template <class T>
 struct trace_traits<weak<T>> {
     static constexpr bool traceable = true;
-    static void trace(tracer &, const weak<T> &) {}
+    static void trace(tracer &t, weak<T> &w) {
+        if (t.clearing())
+            w.reset();
+        else
+            t.reference(w.cobject());
+    }
+    static void trace(tracer &t, const weak<T> &w) { t.reference(w.cobject()); }
 };
 
 template <class M>

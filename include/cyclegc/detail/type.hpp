@@ -74,6 +74,16 @@ struct cxx_type {
             if (cgc_call_finalizer_from_dealloc(op) < 0) return;
             cgc_gc_untrack(op);
         }
+        // Weak references die with the object, before its destructor: also
+        // those finalize() just made (a no-op when there are none).
+        cgc_clear_weakrefs(op);
+        // During a collection (a collected cycle being torn down), clear the
+        // references before the destructor runs: every destructor in a
+        // collected cycle sees its traced references cleared, not only the
+        // one the collector happened to clear first.
+        if constexpr (traced<T>) {
+            if (cgc_is_collecting()) clear(op);
+        }
         T *self = downcast<T>(op);
         self->~T();
         cgc_gc_raw_free(static_cast<void *>(self));
@@ -94,6 +104,9 @@ struct cxx_type {
         type.tp_flags = CGC_TPFLAGS_HAVE_GC;
         type.tp_dealloc = dealloc;
         if constexpr (traced<T>) {
+            static_assert(!requires(const T &t, tracer &tr) { t.trace(tr); },
+                          "cyclegc: T::trace must not be const: the same member clears the "
+                          "references when a cycle is broken");
             type.tp_traverse = traverse;
             type.tp_clear = clear;
         } else {

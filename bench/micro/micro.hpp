@@ -1,0 +1,17 @@
+// Shared by the micro-benchmark files.
+#ifndef CYCLEGC_BENCH_MICRO_HPP
+#define CYCLEGC_BENCH_MICRO_HPP
+
+namespace cgcmicro {
+
+struct Config {
+    long max_heap = 1000000;  // largest heap of the collection-cost series
+    long old_heap = 1000000;  // the live old heap beside the cycle loop
+    bool cpython = true;      // also run the loops against the embedded CPython
+};
+
+void register_heap_benchmarks(const Config &config);
+
+}  // namespace cgcmicro
+
+#endif

@@ -1,0 +1,65 @@
+// The replays of a heap graph: cyclegc (native C API), CPython (embedded),
+// Boehm (if built with it) and the floor pass. Each lives in its own
+// translation unit, so that cyclegc's and CPython's Py* names never meet.
+#ifndef CYCLEGC_BENCH_REPLAY_HPP
+#define CYCLEGC_BENCH_REPLAY_HPP
+
+#include "graph.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace cgcbench {
+
+// One step of a replay: its wall time and the objects freed during it.
+struct Step {
+    double ns = 0;
+    uint64_t freed = 0;
+    int64_t collected = -1;  // what the collection call returned (-1: not a collection)
+};
+
+struct ReplayResult {
+    bool ran = false;
+    std::string error;  // non-empty: the replay failed or a count was wrong
+    Step build;          // allocate + track every node, set its references, hold the roots, drop the rest
+    Step collect_garbage;// full collection #1: the graph's own cyclic garbage
+    Step collect_live;   // full collection #2 with every root held: nothing to free
+    Step churn;          // rewrite 10% of the live edges (incref new, decref old)
+    Step churn_collect;  // full collection #3
+    Step drop;           // drop every root reference
+    Step drop_collect;   // full collection #4: the rest
+    double rss_bytes = -1;     // process RSS growth while the nodes were built (/proc/self/statm)
+    double malloc_bytes = -1;  // malloc'd bytes in use growth (mallinfo2), -1 if not meaningful
+    double heap_bytes = -1;    // the collector's own heap growth (Boehm: GC_get_heap_size)
+};
+
+// Replays `graph` as cyclegc objects: a variable-size GC type whose items
+// are the references. Frees everything it made before returning.
+ReplayResult replay_cyclegc(const Graph &graph, const Model &model);
+
+// The same in an embedded CPython (initialised on first use), if built in.
+bool cpython_available();
+std::string cpython_version();
+ReplayResult replay_cpython(const Graph &graph, const Model &model);
+
+// Boehm-Demers-Weiser: GC_MALLOC'd nodes; build, full collection with the
+// roots held (a full mark), drop the roots and collect. No churn step.
+bool boehm_available();
+ReplayResult replay_boehm(const Graph &graph, const Model &model);
+
+// The floor: one explicit-stack mark from the roots over a plain CSR array
+// copy of the graph, the least work any tracing of the live nodes can do.
+struct FloorResult {
+    double ns = 0;
+    uint64_t marked = 0;
+};
+FloorResult floor_pass(const Graph &graph);
+
+// Memory probes.
+double rss_bytes();       // resident set size, from /proc/self/statm
+double malloc_in_use();   // bytes malloc has handed out (mallinfo2: arena + mmapped)
+void release_free_memory();  // malloc_trim(0): gives free pages back, so RSS deltas count new memory
+
+}  // namespace cgcbench
+
+#endif

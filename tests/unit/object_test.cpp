@@ -1,0 +1,504 @@
+// Objects: allocation (sizes, zero fill, variable-size objects, resize),
+// tracking, misuse (refused and reported, naming the function, the type and
+// the fault), the default tp_dealloc, and deallocation with a bounded stack
+// (the trashcan) and refcount underflow.
+#include "test_types.hpp"
+
+#include <malloc.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+using namespace cgc_test;
+
+namespace {
+
+// A variable-size container: ob_size owned references.
+struct VarNode {
+    cgc_var_object ob_base;
+    cgc_object *items[1];
+};
+
+int var_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
+    auto *v = reinterpret_cast<VarNode *>(self);
+    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i)
+        if (v->items[i])
+            if (int result = visit(v->items[i], arg)) return result;
+    return 0;
+}
+
+void var_dealloc(cgc_object *self) {
+    cgc_gc_untrack(self);
+    auto *v = reinterpret_cast<VarNode *>(self);
+    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i) cgc_xdecref(v->items[i]);
+    ++counters.deallocated;
+    cgc_gc_del(self);
+}
+
+cgc_type var_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.Var";
+    t.tp_basicsize = offsetof(VarNode, items);
+    t.tp_itemsize = sizeof(cgc_object *);
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    t.tp_dealloc = var_dealloc;
+    t.tp_traverse = var_traverse;
+    return t;
+}();
+
+// A non-GC object (default tp_dealloc).
+struct Plain {
+    cgc_object ob_base;
+    long payload[3];
+};
+
+cgc_type plain_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.Plain";
+    t.tp_basicsize = sizeof(Plain);
+    return t;
+}();
+
+cgc_type plain_var_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.PlainVar";
+    t.tp_basicsize = sizeof(cgc_var_object);
+    t.tp_itemsize = 4;
+    return t;
+}();
+
+// A non-GC container: a singly linked chain of these is freed by the trashcan too.
+struct Link {
+    cgc_object ob_base;
+    cgc_object *next;
+};
+
+int g_links_freed = 0;
+
+cgc_type link_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.Link";
+    t.tp_basicsize = sizeof(Link);
+    t.tp_dealloc = [](cgc_object *self) {
+        cgc_object *next = reinterpret_cast<Link *>(self)->next;
+        ++g_links_freed;
+        cgc_xdecref(next);
+        cgc_object_del(self);
+    };
+    return t;
+}();
+
+// A tp_dealloc with the classic bug: one Py_DECREF(self) too many.
+int g_bad_deallocs = 0;
+cgc_type bad_dealloc_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.BadDealloc";
+    t.tp_basicsize = sizeof(Node);
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    t.tp_traverse = node_traverse;
+    t.tp_dealloc = [](cgc_object *self) {
+        ++g_bad_deallocs;
+        cgc_gc_untrack(self);
+        cgc_decref(self);  // the bug: the count is already 0
+        cgc_gc_del(self);
+    };
+    return t;
+}();
+
+// No tp_dealloc: the default one (untrack, finalize once, tp_clear, tp_free).
+cgc_type default_dealloc_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.DefaultDealloc";
+    t.tp_basicsize = sizeof(Node);
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    t.tp_traverse = node_traverse;
+    t.tp_clear = node_clear;
+    t.tp_finalize = node_finalize;
+    return t;
+}();
+
+class ObjectTest : public HeapFixture {
+  protected:
+    void SetUp() override {
+        HeapFixture::SetUp();
+        g_links_freed = 0;
+        g_bad_deallocs = 0;
+    }
+};
+
+bool all_zero(const void *memory, size_t size) {
+    auto *bytes = static_cast<const unsigned char *>(memory);
+    for (size_t i = 0; i < size; ++i)
+        if (bytes[i] != 0) return false;
+    return true;
+}
+
+// Leaves a freed block of `size` bytes full of 0xAB for the next malloc of
+// that size to reuse, so that a missing zero fill shows.
+void dirty_the_allocator(size_t size) {
+    void *block = std::malloc(size);
+    std::memset(block, 0xAB, size);
+    std::free(block);
+}
+
+// ---- Allocation -------------------------------------------------------------
+
+TEST_F(ObjectTest, GcObjectHasHeaderInFrontAndRoomForTheType) {
+    Node *node = new_node(&node_type, 1, /*track=*/false);
+    ASSERT_NE(node, nullptr);
+    // The block starts at the header: malloc_usable_size accepts only that.
+    EXPECT_GE(malloc_usable_size(gci::head_of(node)), sizeof(Node) + sizeof(cgc_gc_head));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(gci::head_of(node)) % 16, 0u);
+    EXPECT_EQ(obj(node)->ob_refcnt, 1);
+    EXPECT_EQ(obj(node)->ob_type, &node_type);
+    EXPECT_TRUE(cgc_is_gc(obj(node)));
+    EXPECT_FALSE(cgc_gc_is_tracked(obj(node)));
+    EXPECT_FALSE(cgc_gc_is_finalized(obj(node)));
+    cgc_decref(obj(node));
+}
+
+TEST_F(ObjectTest, NonGcObjectHasNoHeader) {
+    cgc_object *op = cgc_object_new(&plain_type);
+    ASSERT_NE(op, nullptr);
+    EXPECT_GE(malloc_usable_size(op), sizeof(Plain));
+    EXPECT_EQ(op->ob_refcnt, 1);
+    EXPECT_EQ(op->ob_type, &plain_type);
+    EXPECT_FALSE(cgc_is_gc(op));
+    EXPECT_FALSE(cgc_gc_is_tracked(op));
+    EXPECT_EQ(cgc_get_count(0), 0);  // only GC objects count
+    cgc_decref(op);
+}
+
+TEST_F(ObjectTest, VariableSizeObjectsHaveRoomForTheirItems) {
+    auto *v = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, 100));
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->ob_base.ob_size, 100);
+    EXPECT_GE(malloc_usable_size(gci::head_of(v)),
+              offsetof(VarNode, items) + 100 * sizeof(cgc_object *) + sizeof(cgc_gc_head));
+    cgc_decref(&v->ob_base.ob_base);
+
+    cgc_object *p = cgc_object_new_var(&plain_var_type, 10);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<cgc_var_object *>(p)->ob_size, 10);
+    EXPECT_GE(malloc_usable_size(p), sizeof(cgc_var_object) + 40);
+    cgc_decref(p);
+
+    auto *empty = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, 0));
+    ASSERT_NE(empty, nullptr);
+    EXPECT_EQ(empty->ob_base.ob_size, 0);
+    cgc_decref(&empty->ob_base.ob_base);
+}
+
+TEST_F(ObjectTest, GenericAllocTracksAndAddsASpareItem) {
+    auto *v = reinterpret_cast<VarNode *>(cgc_type_generic_alloc(&var_type, 3));
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->ob_base.ob_size, 3);
+    EXPECT_TRUE(cgc_gc_is_tracked(&v->ob_base.ob_base));
+    size_t wanted = offsetof(VarNode, items) + 4 * sizeof(cgc_object *) + sizeof(cgc_gc_head);
+    EXPECT_GE(malloc_usable_size(gci::head_of(v)), wanted);
+    EXPECT_TRUE(all_zero(v->items, 4 * sizeof(cgc_object *)));
+    cgc_decref(&v->ob_base.ob_base);
+}
+
+TEST_F(ObjectTest, NewObjectsAreZeroFilled) {
+    dirty_the_allocator(sizeof(Node) + sizeof(cgc_gc_head));
+    auto *node = as_node(cgc_gc_new(&node_type));
+    ASSERT_NE(node, nullptr);
+    EXPECT_TRUE(all_zero(gci::head_of(node), sizeof(cgc_gc_head)));
+    EXPECT_TRUE(all_zero(reinterpret_cast<char *>(node) + sizeof(cgc_object),
+                         sizeof(Node) - sizeof(cgc_object)));
+    cgc_decref(obj(node));
+
+    const cgc_ssize_t n = 50;
+    size_t var_size = offsetof(VarNode, items) + n * sizeof(cgc_object *);
+    dirty_the_allocator(var_size + sizeof(cgc_gc_head));
+    auto *v = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, n));
+    ASSERT_NE(v, nullptr);
+    EXPECT_TRUE(all_zero(v->items, n * sizeof(cgc_object *)));
+    cgc_decref(&v->ob_base.ob_base);
+
+    dirty_the_allocator(sizeof(Plain));
+    auto *plain = reinterpret_cast<Plain *>(cgc_object_new(&plain_type));
+    ASSERT_NE(plain, nullptr);
+    EXPECT_TRUE(all_zero(plain->payload, sizeof plain->payload));
+    cgc_decref(&plain->ob_base);
+}
+
+TEST_F(ObjectTest, ResizeWhileUntrackedKeepsTheItems) {
+    auto *v = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, 4));
+    ASSERT_NE(v, nullptr);
+    Node *items[4];
+    for (int i = 0; i < 4; ++i) {
+        items[i] = new_node(i);
+        v->items[i] = obj(items[i]);  // transfers the reference
+    }
+    cgc_var_object *resized = cgc_gc_resize(&v->ob_base, 1000);
+    ASSERT_NE(resized, nullptr);
+    v = reinterpret_cast<VarNode *>(resized);
+    EXPECT_EQ(v->ob_base.ob_size, 1000);
+    EXPECT_GE(malloc_usable_size(gci::head_of(v)),
+              offsetof(VarNode, items) + 1000 * sizeof(cgc_object *) + sizeof(cgc_gc_head));
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(v->items[i], obj(items[i]));
+    for (int i = 4; i < 1000; ++i) v->items[i] = nullptr;  // resize does not zero
+    EXPECT_FALSE(cgc_gc_is_tracked(&v->ob_base.ob_base));
+
+    cgc_decref(v->items[3]);  // shrink: drop the items that go away first
+    cgc_decref(v->items[2]);
+    resized = cgc_gc_resize(&v->ob_base, 2);
+    ASSERT_NE(resized, nullptr);
+    v = reinterpret_cast<VarNode *>(resized);
+    EXPECT_EQ(v->ob_base.ob_size, 2);
+    EXPECT_EQ(v->items[1], obj(items[1]));
+
+    cgc_gc_track(v);
+    EXPECT_EQ(cgc_collect(2), 0);
+    cgc_decref(&v->ob_base.ob_base);
+    EXPECT_EQ(counters.deallocated, 5);  // 4 nodes and v
+    EXPECT_TRUE(take_errors().empty());
+}
+
+// ---- Misuse: refused, reported ---------------------------------------------
+
+TEST_F(ObjectTest, ResizingTrackedObjectIsRefused) {
+    auto *v = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, 2));
+    ASSERT_NE(v, nullptr);
+    cgc_gc_track(v);
+    EXPECT_EQ(cgc_gc_resize(&v->ob_base, 10), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_resize", "PyObject_GC_Resize", "test.Var", "tracked"});
+    EXPECT_EQ(v->ob_base.ob_size, 2);
+    EXPECT_TRUE(cgc_gc_is_tracked(&v->ob_base.ob_base));
+    EXPECT_EQ(generation_of(v), 0);
+    cgc_decref(&v->ob_base.ob_base);
+}
+
+TEST_F(ObjectTest, TrackingTwiceIsRefused) {
+    Node *node = new_node(1);
+    cgc_gc_track(node);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_track", "PyObject_GC_Track", "test.Node", "already tracked"});
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_MISUSE);
+    EXPECT_CONTAINS(cgc_error_message(), "already tracked");
+    EXPECT_EQ(tracked_in(0), 1);  // in the list once
+    cgc_collect(0);
+    EXPECT_EQ(stats_of(0).examined, 1u);
+    EXPECT_EQ(generation_of(node), 1);
+    cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 1);
+    EXPECT_EQ(tracked_total(), 0);
+}
+
+TEST_F(ObjectTest, TrackingNonGcObjectIsRefused) {
+    cgc_object *op = cgc_object_new(&plain_type);
+    ASSERT_NE(op, nullptr);
+    cgc_gc_track(op);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_track", "test.Plain", "not a GC object"});
+    EXPECT_FALSE(cgc_gc_is_tracked(op));
+    EXPECT_EQ(tracked_total(), 0);
+    cgc_gc_untrack(op);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_untrack", "test.Plain", "not a GC object"});
+    cgc_decref(op);
+}
+
+TEST_F(ObjectTest, GcAllocationOfNonGcTypeIsRefused) {
+    EXPECT_EQ(cgc_gc_new(&plain_type), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_new", "PyObject_GC_New", "test.Plain", "Py_TPFLAGS_HAVE_GC"});
+    EXPECT_EQ(cgc_gc_new_var(&plain_var_type, 3), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_new_var", "test.PlainVar", "Py_TPFLAGS_HAVE_GC"});
+    EXPECT_EQ(cgc_get_count(0), 0);
+}
+
+TEST_F(ObjectTest, NegativeSizesAreRefused) {
+    EXPECT_EQ(cgc_gc_new_var(&var_type, -1), nullptr);
+    expect_one_error(CGC_ERR_VALUE, {"cgc_gc_new_var", "test.Var", "negative size -1"});
+    EXPECT_EQ(cgc_object_new_var(&plain_var_type, -5), nullptr);
+    expect_one_error(CGC_ERR_VALUE, {"cgc_object_new_var", "test.PlainVar", "negative size -5"});
+    EXPECT_EQ(cgc_type_generic_alloc(&var_type, -2), nullptr);
+    expect_one_error(CGC_ERR_VALUE, {"test.Var", "negative size -2"});
+    EXPECT_EQ(cgc_get_count(0), 0);  // nothing was allocated
+
+    auto *v = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, 2));
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(cgc_gc_resize(&v->ob_base, -3), nullptr);
+    expect_one_error(CGC_ERR_VALUE, {"cgc_gc_resize", "test.Var", "negative size -3"});
+    EXPECT_EQ(v->ob_base.ob_size, 2);
+    cgc_decref(&v->ob_base.ob_base);
+}
+
+TEST_F(ObjectTest, HugeSizesAreRefused) {
+    EXPECT_EQ(cgc_gc_new_var(&var_type, PTRDIFF_MAX / 4), nullptr);
+    expect_one_error(CGC_ERR_MEMORY, {"cgc_gc_new_var", "test.Var", "too large"});
+    EXPECT_EQ(cgc_gc_new_var(&var_type, PTRDIFF_MAX / 8 - 1), nullptr);
+    expect_one_error(CGC_ERR_MEMORY, {"test.Var", "too large"});
+}
+
+TEST_F(ObjectTest, NullArguments) {
+    cgc_gc_track(nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_track", "NULL"});
+    cgc_gc_untrack(nullptr);  // a no-op, as in CPython
+    cgc_gc_del(nullptr);
+    cgc_object_del(nullptr);
+    EXPECT_TRUE(take_errors().empty());
+    EXPECT_EQ(cgc_gc_new(nullptr), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_new", "NULL"});
+    EXPECT_EQ(cgc_object_new(nullptr), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_object_new", "NULL"});
+    EXPECT_EQ(cgc_gc_resize(nullptr, 1), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_resize", "NULL"});
+    EXPECT_FALSE(cgc_is_gc(nullptr));
+    EXPECT_FALSE(cgc_gc_is_tracked(nullptr));
+    EXPECT_FALSE(cgc_gc_is_finalized(nullptr));
+}
+
+TEST_F(ObjectTest, UntrackThenTrackAgainGoesToTheYoungGeneration) {
+    Node *node = new_node(1);
+    cgc_collect(1);
+    EXPECT_EQ(generation_of(node), 2);
+    cgc_gc_untrack(node);
+    EXPECT_EQ(generation_of(node), -1);
+    EXPECT_EQ(tracked_total(), 0);
+    cgc_gc_track(node);
+    EXPECT_EQ(generation_of(node), 0);
+    cgc_decref(obj(node));
+}
+
+TEST_F(ObjectTest, ObjectDelFreesGcAndNonGcObjects) {
+    cgc_object *gc = cgc_gc_new(&node_type);
+    cgc_object *plain = cgc_object_new(&plain_type);
+    ASSERT_NE(gc, nullptr);
+    ASSERT_NE(plain, nullptr);
+    EXPECT_EQ(cgc_get_count(0), 1);
+    cgc_object_del(gc);  // knows about the header (ASan checks the pointer)
+    cgc_object_del(plain);
+    EXPECT_EQ(cgc_get_count(0), 0);
+}
+
+TEST_F(ObjectTest, RawMemory) {
+    void *a = cgc_malloc(0);
+    EXPECT_NE(a, nullptr);
+    auto *b = static_cast<unsigned char *>(cgc_calloc(16, 4));
+    ASSERT_NE(b, nullptr);
+    EXPECT_TRUE(all_zero(b, 64));
+    b = static_cast<unsigned char *>(cgc_realloc(b, 128));
+    ASSERT_NE(b, nullptr);
+    EXPECT_TRUE(all_zero(b, 64));
+    cgc_free(a);
+    cgc_free(b);
+    cgc_free(nullptr);
+}
+
+// ---- The default tp_dealloc ----------------------------------------------------
+
+TEST_F(ObjectTest, DefaultDeallocFinalizesOnceClearsAndFrees) {
+    Node *referent = new_node(2);
+    auto *node = as_node(cgc_gc_new(&default_dealloc_type));
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(default_dealloc_type.tp_dealloc, cgc_default_dealloc);
+    node->id = 1;
+    cgc_gc_track(node);
+    link_extra(node, obj(referent));
+    cgc_decref(obj(referent));
+    cgc_decref(obj(node));
+    EXPECT_EQ(counters.finalized, 1);
+    EXPECT_EQ(counters.cleared, 1);      // the default dealloc calls tp_clear
+    EXPECT_EQ(counters.deallocated, 1);  // so the referent was freed
+    EXPECT_EQ(tracked_total(), 0);
+    EXPECT_EQ(cgc_get_count(0), 0);
+}
+
+TEST_F(ObjectTest, DefaultDeallocStopsWhenTheFinalizerResurrects) {
+    cgc_object *saved = nullptr;
+    on_finalize = [&](Node *node) {
+        saved = obj(node);
+        cgc_incref(saved);
+    };
+    auto *node = as_node(cgc_gc_new(&default_dealloc_type));
+    ASSERT_NE(node, nullptr);
+    cgc_gc_track(node);
+    cgc_decref(obj(node));
+    ASSERT_EQ(saved, obj(node));
+    EXPECT_EQ(saved->ob_refcnt, 1);
+    EXPECT_EQ(counters.cleared, 0);
+    EXPECT_TRUE(cgc_gc_is_tracked(saved));  // stays visible to the collector
+    EXPECT_TRUE(cgc_gc_is_finalized(saved));
+    cgc_decref(saved);  // this time it dies, without a second finalization
+    EXPECT_EQ(counters.finalized, 1);
+    EXPECT_EQ(counters.cleared, 1);
+    EXPECT_EQ(tracked_total(), 0);
+}
+
+// ---- Deallocation: the trashcan, underflow ----------------------------------
+
+TEST_F(ObjectTest, NoAutomaticCollectionInsideDeallocation) {
+    cgc_set_threshold(0, 5);
+    cgc_enable();
+    Node *victim = new_node(1);
+    on_dealloc = [](Node *node) {
+        if (node->id == 1)
+            for (int i = 0; i < 20; ++i) make_garbage_self_cycle(&node_type, 100 + i);
+    };
+    cgc_decref(obj(victim));  // allocates past the threshold while deallocating
+    on_dealloc = nullptr;
+    EXPECT_EQ(counters.deallocated, 1);
+    for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) EXPECT_EQ(stats_of(g).collections, 0u);
+    // The collection is due: the next allocation (outside) runs it.
+    Node *next = new_node(2);
+    EXPECT_EQ(stats_of(0).collections, 1u);
+    EXPECT_EQ(counters.deallocated, 21);
+    cgc_decref(obj(next));
+}
+
+TEST_F(ObjectTest, TrashcanFreesTenMillionNodeChainWithOneDecref) {
+    const int n = 10'000'000;
+    Node *head = nullptr;
+    for (int i = 0; i < n; ++i) {
+        Node *node = new_node();
+        ASSERT_NE(node, nullptr);
+        node->next = head ? obj(head) : nullptr;  // transfers the reference
+        head = node;
+    }
+    EXPECT_EQ(counters.deallocated, 0);
+    cgc_decref(obj(head));  // would overflow the stack without the trashcan
+    EXPECT_EQ(counters.deallocated, n);
+    EXPECT_LE(counters.max_dealloc_depth, 2 * gci::kMaxDeallocDepth);
+    EXPECT_EQ(tracked_total(), 0);
+    EXPECT_EQ(heap_state().deferred_deallocs, nullptr);
+    EXPECT_EQ(heap_state().dealloc_depth, 0);
+}
+
+TEST_F(ObjectTest, TrashcanFreesLongChainOfNonGcObjects) {
+    const int n = 1'000'000;
+    cgc_object *head = nullptr;
+    for (int i = 0; i < n; ++i) {
+        cgc_object *link = cgc_object_new(&link_type);
+        ASSERT_NE(link, nullptr);
+        reinterpret_cast<Link *>(link)->next = head;
+        head = link;
+    }
+    cgc_decref(head);
+    EXPECT_EQ(g_links_freed, n);
+    EXPECT_EQ(heap_state().deferred_deallocs, nullptr);
+}
+
+TEST_F(ObjectTest, RefcountUnderflowIsReportedNotFreedTwice) {
+    auto *node = as_node(cgc_gc_new(&bad_dealloc_type));
+    ASSERT_NE(node, nullptr);
+    cgc_gc_track(node);
+    cgc_decref(obj(node));  // its tp_dealloc decrefs it again (to -1)
+    EXPECT_EQ(g_bad_deallocs, 1);
+    expect_one_error(CGC_ERR_CORRUPTION, {"test.BadDealloc", "below zero"});
+    EXPECT_EQ(cgc_error_count(CGC_ERR_CORRUPTION), 1u);
+    EXPECT_EQ(tracked_total(), 0);
+}
+
+TEST_F(ObjectTest, DecrefBelowZeroOfLiveObjectIsReportedAndDoesNotDealloc) {
+    Node *node = new_node(1);
+    obj(node)->ob_refcnt = 0;  // as if a Py_DECREF too many had happened
+    cgc_decref(obj(node));     // -1
+    EXPECT_EQ(counters.deallocated, 0);
+    expect_one_error(CGC_ERR_CORRUPTION, {"test.Node", "below zero (-1)"});
+    obj(node)->ob_refcnt = 1;
+    cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 1);
+}
+
+}  // namespace
