@@ -240,6 +240,8 @@ cgc_object *cgc_type_from_spec(cgc_type_spec *spec, cgc_object *bases) {
         return nullptr;
     }
     cgc_type *base = spec_base(spec, bases);
+    // A static base not readied yet has no type object pointer: ready it.
+    if (base && !base->ob_base.ob_base.ob_type && cgc_type_ready(base) < 0) return nullptr;
     if (base && !is_type_object(reinterpret_cast<cgc_object *>(base))) {
         report(CGC_ERR_TYPE, "%s: the base of '%s' is not a type object (cyclegc types have "
                "single inheritance: pass one type)", function, spec->name);

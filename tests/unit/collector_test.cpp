@@ -539,7 +539,7 @@ TEST_F(CollectorTest, FinalizerUntracksAnotherUnreachableObject) {
         EXPECT_EQ(counters.cleared, 0);
         EXPECT_FALSE(cgc_gc_is_tracked(obj(b)));
         EXPECT_TRUE(cgc_gc_is_tracked(obj(a)));
-        EXPECT_FALSE(gci::is_collecting(gci::head_of(a)));
+        EXPECT_FALSE((gci::meta_of(a).flags & gci::kCollecting));
         // Tracked again, the cycle is garbage (a is already finalized).
         on_finalize = nullptr;
         cgc_gc_track(obj(b));
@@ -584,7 +584,7 @@ TEST_F(CollectorTest, ObjectSurvivingItsClearMovesToOlderGeneration) {
     EXPECT_EQ(counters.deallocated, 0);
     EXPECT_TRUE(cgc_gc_is_tracked(obj(x)));
     EXPECT_EQ(generation_of(x), 1);
-    EXPECT_FALSE(gci::is_collecting(gci::head_of(x)));
+    EXPECT_FALSE((gci::meta_of(x).flags & gci::kCollecting));
 
     uint64_t examined = stats_of(0).examined;
     cgc_collect(0);

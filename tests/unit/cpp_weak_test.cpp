@@ -338,7 +338,9 @@ TEST_F(CppWeak, CallbackExceptionGoesToTheUnraisableHook) {
     ASSERT_EQ(messages.size(), 1u);
     EXPECT_EQ(messages[0], "weak reference callback: std::runtime_error: callback failed");
     EXPECT_EQ(objects[0], w.cobject().get());
-    EXPECT_EQ(g_log.front(), "second callback");  // the other callbacks still ran
+    // The other callbacks still ran (after finalize(), as CPython clears
+    // weak references after the finalizer at reference-counting death).
+    EXPECT_NE(std::find(g_log.begin(), g_log.end(), "second callback"), g_log.end());
 }
 
 TEST_F(CppWeak, CallbackExceptionDuringACollection) {

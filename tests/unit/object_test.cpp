@@ -147,9 +147,9 @@ void dirty_the_allocator(size_t size) {
 TEST_F(ObjectTest, GcObjectHasHeaderInFrontAndRoomForTheType) {
     Node *node = new_node(&node_type, 1, /*track=*/false);
     ASSERT_NE(node, nullptr);
-    // The block starts at the header: malloc_usable_size accepts only that.
-    EXPECT_GE(malloc_usable_size(gci::head_of(node)), sizeof(Node) + sizeof(cgc_gc_head));
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(gci::head_of(node)) % 16, 0u);
+    // The object sits in a page slot big enough for the type, 16-byte aligned.
+    EXPECT_GE(gci::PageSpace::capacity(node), sizeof(Node));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(node) % 16, 0u);
     EXPECT_EQ(obj(node)->ob_refcnt, 1);
     EXPECT_EQ(obj(node)->ob_type, &node_type);
     EXPECT_TRUE(cgc_is_gc(obj(node)));
@@ -174,8 +174,7 @@ TEST_F(ObjectTest, VariableSizeObjectsHaveRoomForTheirItems) {
     auto *v = reinterpret_cast<VarNode *>(cgc_gc_new_var(&var_type, 100));
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->ob_base.ob_size, 100);
-    EXPECT_GE(malloc_usable_size(gci::head_of(v)),
-              offsetof(VarNode, items) + 100 * sizeof(cgc_object *) + sizeof(cgc_gc_head));
+    EXPECT_GE(gci::PageSpace::capacity(v), offsetof(VarNode, items) + 100 * sizeof(cgc_object *));
     cgc_decref(&v->ob_base.ob_base);
 
     cgc_object *p = cgc_object_new_var(&plain_var_type, 10);
@@ -195,8 +194,8 @@ TEST_F(ObjectTest, GenericAllocTracksAndAddsASpareItem) {
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->ob_base.ob_size, 3);
     EXPECT_TRUE(cgc_gc_is_tracked(&v->ob_base.ob_base));
-    size_t wanted = offsetof(VarNode, items) + 4 * sizeof(cgc_object *) + sizeof(cgc_gc_head);
-    EXPECT_GE(malloc_usable_size(gci::head_of(v)), wanted);
+    size_t wanted = offsetof(VarNode, items) + 4 * sizeof(cgc_object *);
+    EXPECT_GE(gci::PageSpace::capacity(v), wanted);
     EXPECT_TRUE(all_zero(v->items, 4 * sizeof(cgc_object *)));
     cgc_decref(&v->ob_base.ob_base);
 }
@@ -205,7 +204,8 @@ TEST_F(ObjectTest, NewObjectsAreZeroFilled) {
     dirty_the_allocator(sizeof(Node) + sizeof(cgc_gc_head));
     auto *node = as_node(cgc_gc_new(&node_type));
     ASSERT_NE(node, nullptr);
-    EXPECT_TRUE(all_zero(gci::head_of(node), sizeof(cgc_gc_head)));
+    EXPECT_EQ(gci::meta_of(node).flags, gci::kAllocated);
+    EXPECT_EQ(gci::meta_of(node).word, 0u);
     EXPECT_TRUE(all_zero(reinterpret_cast<char *>(node) + sizeof(cgc_object),
                          sizeof(Node) - sizeof(cgc_object)));
     cgc_decref(obj(node));
@@ -237,8 +237,7 @@ TEST_F(ObjectTest, ResizeWhileUntrackedKeepsTheItems) {
     ASSERT_NE(resized, nullptr);
     v = reinterpret_cast<VarNode *>(resized);
     EXPECT_EQ(v->ob_base.ob_size, 1000);
-    EXPECT_GE(malloc_usable_size(gci::head_of(v)),
-              offsetof(VarNode, items) + 1000 * sizeof(cgc_object *) + sizeof(cgc_gc_head));
+    EXPECT_GE(gci::PageSpace::capacity(v), offsetof(VarNode, items) + 1000 * sizeof(cgc_object *));
     for (int i = 0; i < 4; ++i) EXPECT_EQ(v->items[i], obj(items[i]));
     for (int i = 4; i < 1000; ++i) v->items[i] = nullptr;  // resize does not zero
     EXPECT_FALSE(cgc_gc_is_tracked(&v->ob_base.ob_base));

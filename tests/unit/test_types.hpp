@@ -193,28 +193,26 @@ inline Node *make_garbage_self_cycle(cgc_type *type = &node_type, int id = 0) {
 
 inline gci::Heap &heap_state() { return gci::current_heap(); }
 
-// The generation whose list holds `op` (3: permanent), or -1 (untracked).
+// The generation of a tracked object (3: permanent), or -1 (untracked).
 inline int generation_of(const void *op) {
-    gci::Heap &heap = heap_state();
-    gci::GcHead *target = gci::head_of(op);
-    for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) {
-        gci::GcList &list = heap.generations[g].objects;
-        for (gci::GcHead *h = list.first(); h != list.end(); h = gci::next_of(h))
-            if (h == target) return g;
-    }
-    gci::GcList &permanent = heap.permanent;
-    for (gci::GcHead *h = permanent.first(); h != permanent.end(); h = gci::next_of(h))
-        if (h == target) return CGC_NUM_GENERATIONS;
-    return -1;
+    const gci::GcMeta &meta = gci::meta_of(op);
+    if (!(meta.flags & gci::kTracked)) return -1;
+    return meta.generation == gci::kPermanent ? CGC_NUM_GENERATIONS : meta.generation;
 }
 
 inline cgc_ssize_t tracked_in(int generation) {
-    return heap_state().generations[generation].objects.size();
+    gci::Heap &heap = heap_state();
+    if (generation < 2) return static_cast<cgc_ssize_t>(heap.young[generation].size());
+    cgc_ssize_t count = 0;
+    heap.space.for_each_tracked([&](cgc_object *, gci::GcMeta &meta) {
+        if (meta.generation == generation) ++count;
+    });
+    return count;
 }
 inline cgc_ssize_t tracked_total() {
     cgc_ssize_t total = 0;
     for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) total += tracked_in(g);
-    return total + heap_state().permanent.size();
+    return total + tracked_in(gci::kPermanent);
 }
 
 inline cgc_generation_stats stats_of(int generation) {
