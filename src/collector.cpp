@@ -87,7 +87,7 @@ class YoungCandidates {
         if (generation == 1) {
             auto &older = heap.young[1];
             try {
-                list_.insert(list_.end(), older.begin(), older.end());
+                list_.append(older);
                 older.clear();
             } catch (...) {
                 // Out of memory: generation 1 stays out of this collection.
@@ -100,7 +100,7 @@ class YoungCandidates {
     }
 
   private:
-    std::vector<cgc_object *> list_;
+    ObjectArray list_;
 };
 
 // Step 1a (and 3). Returns the number of candidates.

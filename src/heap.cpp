@@ -44,7 +44,7 @@ void report_garbage_at_shutdown(Heap &heap) {
 
 // initial-exec: a plain %fs-relative load, not a __tls_get_addr call; the
 // pointer is all the library keeps per thread.
-thread_local Heap *t_current_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local Heap *t_current_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 Heap &current_heap_slow() {
     Heap &heap = default_heap();

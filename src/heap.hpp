@@ -2,6 +2,7 @@
 // heap except the pointer to each thread's current heap (heap.cpp).
 #pragma once
 
+#include "object_array.hpp"
 #include "pages.hpp"
 
 #include <cyclegc/cyclegc.h>
@@ -49,7 +50,7 @@ struct Heap {
     // The tracked objects of generations 0 and 1 (GcMeta::word is the index).
     // Generation 2 and the permanent generation are all other tracked
     // objects, found by walking the pages.
-    std::vector<cgc_object *> young[2];
+    ObjectArray young[2];
     // The unreachable objects of the running collection (GcMeta::word is the
     // index; an entry becomes NULL when its object is untracked or freed).
     std::vector<cgc_object *> unreachable;
@@ -99,7 +100,7 @@ struct Heap {
     bool collecting() const { return phase != Phase::idle; }
 };
 
-extern thread_local Heap *t_current_heap __attribute__((tls_model("initial-exec")));
+extern thread_local constinit Heap *t_current_heap __attribute__((tls_model("initial-exec")));
 Heap &current_heap_slow();
 // The calling thread's current heap (the default heap until one is set).
 inline Heap &current_heap() {
@@ -160,6 +161,8 @@ bool is_weakref(cgc_object *op);
 void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to);
 
 bool free_gc_pointer(void *memory);
+void track_slow(cgc_object *op);
+void untrack_slow(cgc_object *op);
 
 // Tracking (object.cpp): the heap of the object's page keeps the lists.
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }

@@ -237,7 +237,26 @@ void cgc_object_del(void *memory) {
         std::free(op);
 }
 
-cgc_object *cgc_gc_new(cgc_type *type) { return allocate_gc(type, 0, "cgc_gc_new (PyObject_GC_New)"); }
+cgc_object *cgc_gc_new(cgc_type *type) {
+    // The common case inline: a ready GC type, no collection due.
+    constexpr unsigned long kReadyGc = CGC_TPFLAGS_READY | CGC_TPFLAGS_HAVE_GC;
+    if (type && (type->tp_flags & kReadyGc) == kReadyGc &&
+        type->tp_basicsize >= static_cast<cgc_ssize_t>(sizeof(cgc_object))) {
+        Heap &heap = current_heap();
+        Generation &young = heap.generations[0];
+        if (young.count < young.threshold) {
+            young.count++;
+            if (auto *op = static_cast<cgc_object *>(heap.space.allocate(heap, static_cast<size_t>(type->tp_basicsize)))) {
+                op->ob_refcnt = 1;
+                op->ob_type = type;
+                if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
+                return op;
+            }
+            young.count--;
+        }
+    }
+    return allocate_gc(type, 0, "cgc_gc_new (PyObject_GC_New)");
+}
 
 cgc_object *cgc_gc_new_var(cgc_type *type, cgc_ssize_t nitems) {
     return allocate_gc(type, nitems, "cgc_gc_new_var (PyObject_GC_NewVar)");
@@ -300,8 +319,31 @@ void cgc_gc_del(void *memory) {
 }
 
 void cgc_gc_track(void *memory) {
-    const char *function = "cgc_gc_track (PyObject_GC_Track)";
     auto *op = static_cast<cgc_object *>(memory);
+    if (op && (op->ob_type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !op->ob_type->tp_is_gc) {
+        // The common case: not tracked, no collection running, room in the
+        // young array.
+        GcMeta &meta = meta_of(op);
+        Heap &heap = heap_of(op);
+        auto &young = heap.young[0];
+        if (!(meta.flags & kTracked) && heap.phase == Phase::idle && young.size() < young.capacity()) {
+            meta.flags = static_cast<uint8_t>((meta.flags & ~(kCollecting | kReachable)) | kTracked);
+            meta.generation = 0;
+            meta.word = static_cast<uint32_t>(young.size());
+            young.push_back(op);
+            return;
+        }
+    }
+    track_slow(op);
+}
+
+}  // extern "C"
+
+namespace cyclegc::internal {
+
+[[gnu::noinline]] void track_slow(cgc_object *op) {
+    void *memory = op;
+    const char *function = "cgc_gc_track (PyObject_GC_Track)";
     if (!op) {
         report(CGC_ERR_MISUSE, "%s: the object is NULL", function);
         return;
@@ -328,9 +370,35 @@ void cgc_gc_track(void *memory) {
     place_in_generation(heap, op, meta, 0);
 }
 
+}  // namespace cyclegc::internal
+
+extern "C" {
+
 void cgc_gc_untrack(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
     if (!op) return;
+    if ((op->ob_type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !op->ob_type->tp_is_gc) {
+        // The common case: the newest young object, no collection running.
+        GcMeta &meta = meta_of(op);
+        if (!(meta.flags & kTracked)) return;
+        Heap &heap = heap_of(op);
+        auto &young = heap.young[0];
+        if (heap.phase == Phase::idle && meta.generation == 0 && meta.word + 1 == young.size() &&
+            young.back() == op && !(meta.flags & (kCollecting | kUncollectable))) {
+            young.pop_back();
+            meta.flags = static_cast<uint8_t>(meta.flags & ~kTracked);
+            return;
+        }
+    }
+    untrack_slow(op);
+}
+
+}  // extern "C"
+
+namespace cyclegc::internal {
+
+[[gnu::noinline]] void untrack_slow(cgc_object *op) {
+    void *memory = op;
     if (!has_gc_head(op)) {
         report(CGC_ERR_MISUSE, "cgc_gc_untrack (PyObject_GC_UnTrack): object %p of type '%s' is "
                "not a GC object", memory, type_name_of(op));
@@ -347,6 +415,10 @@ void cgc_gc_untrack(void *memory) {
     }
     remove_from_lists(heap, op, meta);
 }
+
+}  // namespace cyclegc::internal
+
+extern "C" {
 
 int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }
 

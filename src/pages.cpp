@@ -14,15 +14,14 @@ namespace {
 // about 25% apart, so rounding wastes at most a fifth of an object.
 constexpr uint32_t kMediumSizes[] = {640,  768,  896,  1024, 1280, 1536, 1792, 2048,
                                      2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
-constexpr size_t kSmallLimit = 512;
-constexpr size_t kSmallClasses = kSmallLimit / kGranule;  // 32
+constexpr size_t kSmallClasses = 512 / kGranule;  // 32
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
 int PageSpace::class_of(size_t size) {
-    if (size <= kSmallLimit) return size == 0 ? 0 : static_cast<int>((size - 1) / kGranule);
+    if (size <= 512) return size == 0 ? 0 : static_cast<int>((size - 1) / kGranule);
     for (size_t i = 0; i < sizeof kMediumSizes / sizeof *kMediumSizes; ++i)
         if (size <= kMediumSizes[i]) return static_cast<int>(kSmallClasses + i);
     return -1;  // large: a page of its own
@@ -99,7 +98,7 @@ void PageSpace::unlink_partial(Page *page) {
     page->in_partial_list = false;
 }
 
-void *PageSpace::allocate(Heap &heap, size_t size) {
+void *PageSpace::allocate_slow(Heap &heap, size_t size) {
     int size_class = class_of(size);
     Page *page;
     if (size_class < 0) {
@@ -117,25 +116,14 @@ void *PageSpace::allocate(Heap &heap, size_t size) {
             if (!page) return nullptr;
         }
     }
-    void *slot;
-    uint32_t index;
-    if (page->free_list) {
-        slot = page->free_list;
-        page->free_list = *static_cast<void **>(slot);
-        std::memset(slot, 0, page->slot_size);
-        index = page->index_of(slot);
-    } else {
-        index = page->bump++;
-        slot = page->slot(index);  // zero since the page was made
-    }
-    if (++page->used == page->slot_count && page->in_partial_list) unlink_partial(page);
-    page->meta[index] = GcMeta{0, kAllocated, 0, 0, 0};
-    return slot;
+    if (page->size_class != kLargeClass) return take_slot(page);
+    page->bump = 1;
+    page->used = 1;
+    page->meta[0] = GcMeta{0, kAllocated, 0, 0, 0};
+    return page->slot(0);
 }
 
-void PageSpace::release(void *slot) {
-    Page *page = page_of(slot);
-    page->meta[page->index_of(slot)] = GcMeta{};
+void PageSpace::release_slow(Page *page, void *slot) {
     if (page->size_class == kLargeClass) {
         free_page(page);
         return;

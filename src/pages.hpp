@@ -108,8 +108,23 @@ class PageSpace {
 
     // A zero-filled slot of at least `size` bytes with its GcMeta marked
     // allocated (not tracked), or nullptr when out of memory.
-    void *allocate(Heap &heap, size_t size);
-    void release(void *slot);
+    void *allocate(Heap &heap, size_t size) {
+        if (size - 1 < kSmallLimit) {  // (size 0 wraps around: slow path)
+            if (Page *page = partial_[(size - 1) / kGranule]) return take_slot(page);
+        }
+        return allocate_slow(heap, size);
+    }
+    void release(void *slot) {
+        Page *page = page_of(slot);
+        page->meta[page->index_of(slot)] = GcMeta{};
+        if (page->in_partial_list && page->used > 1) {  // the common case: nothing else changes
+            *static_cast<void **>(slot) = page->free_list;
+            page->free_list = slot;
+            --page->used;
+            return;
+        }
+        release_slow(page, slot);
+    }
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
 
@@ -134,6 +149,29 @@ class PageSpace {
 
   private:
     static constexpr int kClassCount = 48;
+    static constexpr size_t kSmallLimit = 512;  // every multiple of kGranule up to here is a class
+
+    // A slot of a page with room (small classes).
+    void *take_slot(Page *page) {
+        void *slot = page->free_list;
+        uint32_t index;
+        if (slot) {
+            page->free_list = *static_cast<void **>(slot);
+            // Reused: zero it (a fresh slot is zero since the page was made).
+            auto *bytes = static_cast<char *>(slot);
+            uint32_t size = page->slot_size;
+            for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(bytes + i, 0, kGranule);
+            index = page->index_of(slot);
+        } else {
+            index = page->bump++;
+            slot = page->slot(index);
+        }
+        if (++page->used == page->slot_count) unlink_partial(page);
+        page->meta[index] = GcMeta{0, kAllocated, 0, 0, 0};
+        return slot;
+    }
+    void *allocate_slow(Heap &heap, size_t size);
+    void release_slow(Page *page, void *slot);
     static int class_of(size_t size);
     static size_t class_size(int size_class);
     Page *new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, size_t region_size);
