@@ -163,6 +163,8 @@ void incref_decref(benchmark::State &state, Api api) {
     state.SetItemsProcessed(state.iterations());
 }
 
+std::vector<Api> registered;
+
 // 1, 3, 10, 30, ... times `from`, up to `to`.
 std::vector<long> sizes(long from, long to) {
     std::vector<long> out;
@@ -209,6 +211,11 @@ void register_heap_benchmarks(const Config &config) {
     }
     for (const Api &api : apis)
         benchmark::RegisterBenchmark(("incref_decref/" + api.name).c_str(), incref_decref, api);
+    registered = apis;
+}
+
+void release_cached_heaps() {
+    for (const Api &api : registered) drop_heap(api);
 }
 
 }  // namespace cgcmicro

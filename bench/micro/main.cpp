@@ -37,6 +37,7 @@ int main(int argc, char **argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();
+    cgcmicro::release_cached_heaps();
     benchmark::Shutdown();
     return 0;
 }

@@ -284,7 +284,7 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
         if (scp.ran) out += ",\"cpython\":" + json_summary(scp, steps, true) + ",\"cpython_version\":" + json_string(cpython_version());
         if (sbw.ran) {
             out += ",\"boehm\":{\"build_ns_per_node\":" + json_number(sbw.ns_per[0]) +
-                   ",\"collect_garbage_ns_per_node\":" + json_number(bw[0].collect_garbage.ns / g.nodes) +
+                   ",\"collect_garbage_ns_per_node\":" + json_number(sbw.ns_per[1]) +
                    ",\"collect_live_ns_per_node\":" + json_number(sbw.ns_per[kLive]) +
                    ",\"drop_and_collect_ns_per_node\":" + json_number(boehm_drop) +
                    ",\"rss_bytes_per_node\":" + json_number(sbw.rss, 1) + ",\"gc_heap_bytes_per_node\":" + json_number(sbw.heap_bytes, 1) + "}";
