@@ -429,19 +429,26 @@ int cgc_gc_is_finalized(cgc_object *op) {
 }
 
 void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
-    note_gc_allocation(current_heap());
+    Heap &heap = current_heap();
+    Generation &young = heap.generations[0];
+    if (young.count < young.threshold && alignment <= 16) {  // the common case: no collection due
+        young.count++;
+        if (void *memory = heap.space.allocate(heap, size)) return memory;
+        young.count--;
+    }
+    note_gc_allocation(heap);
     if (alignment > 16) {
         report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
         return nullptr;
     }
-    Heap &heap = current_heap();
     void *memory = heap.space.allocate(heap, size);
     if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
     return memory;
 }
 
-void cgc_gc_raw_bind(void *memory, cgc_object *op) {
+void cgc_gc_raw_bind(void *memory, cgc_object *op, int track) {
     meta_of(op).object_offset = static_cast<uint8_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
+    if (track) cgc_gc_track(op);
 }
 
 cgc_gc_head *cgc_gc_head_of(cgc_object *op) {
@@ -465,6 +472,12 @@ void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Heap &heap = *page_of(memory)->heap;
     GcMeta &meta = meta_of(memory);
+    if (!(meta.flags & (kHasWeakrefs | kTracked))) {  // the common case
+        Generation &young = heap.generations[0];
+        if (young.count > 0) young.count--;
+        heap.space.release(memory);
+        return;
+    }
     if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
     if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
     Generation &young = heap.generations[0];

@@ -80,6 +80,7 @@ void PageSpace::free_page(Page *page) {
 }
 
 void PageSpace::link_partial(Page *page) {
+    if (page->size_class >= kClassCount) return;  // large pages have no class list
     Page *&head = partial_[page->size_class];
     page->prev_partial = nullptr;
     page->next_partial = head;
@@ -89,6 +90,7 @@ void PageSpace::link_partial(Page *page) {
 }
 
 void PageSpace::unlink_partial(Page *page) {
+    if (page->size_class >= kClassCount) return;
     if (page->prev_partial)
         page->prev_partial->next_partial = page->next_partial;
     else

@@ -219,8 +219,9 @@ CGC_API int cgc_gc_is_finalized(cgc_object *op);
  * cyclegc::object): counts as a GC allocation (and may collect, before the
  * memory exists). `alignment` is at most 16. */
 CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
-/* Tells where in `memory` the object's C part (cgc_object) is, once built. */
-CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op);
+/* Tells where in `memory` the object's C part (cgc_object) is, once built,
+ * and tracks it if `track` is non-zero. */
+CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op, int track);
 /* Frees memory from cgc_gc_raw_alloc (untracking the object if needed). */
 CGC_API void cgc_gc_raw_free(void *memory);
 

@@ -67,16 +67,15 @@ struct cxx_type {
         }
     }
     static void dealloc(cgc_object *op) {
-        cgc_gc_untrack(op);
+        if constexpr (traced<T>) cgc_gc_untrack(op);  // leaves are never tracked
         if constexpr (finalizable<T>) {
             // PEP 442: a dying object is finalized once, and may resurrect.
             if constexpr (traced<T>) cgc_gc_track(op);
             if (cgc_call_finalizer_from_dealloc(op) < 0) return;
             cgc_gc_untrack(op);
         }
-        // Weak references die with the object, before its destructor: also
-        // those finalize() just made (a no-op when there are none).
-        cgc_clear_weakrefs(op);
+        // (Weak references were cleared before tp_dealloc, or after
+        // finalize() by cgc_call_finalizer_from_dealloc.)
         // During a collection (a collected cycle being torn down), clear the
         // references before the destructor runs: every destructor in a
         // collected cycle sees its traced references cleared, not only the
