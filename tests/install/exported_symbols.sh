@@ -76,7 +76,7 @@ unexplained=$(comm -23 <(printf '%s\n' "$a_symbols") <(printf '%s\n' "$symbols" 
 [ -z "$unexplained" ] || bad "libcyclegc.a: symbols nm lists that readelf does not:" <<<"$unexplained"
 hidden_count=$(printf '%s\n' "$hidden" | grep -c . || true)
 echo "libcyclegc.a: $hidden_count hidden C++ internals (allowed), e.g.:"
-printf '%s\n' "$hidden" | grep . | head -3 | c++filt | sed 's/^/    /'
+{ printf '%s\n' "$hidden" | grep . | head -3 | c++filt | sed 's/^/    /'; } || true  # (head may cut the pipe)
 if [ -n "$std_vague" ]; then
     echo "libcyclegc.a: standard-library vague-linkage symbols with default visibility (allowed):"
     printf '%s\n' "$std_vague" | c++filt | sed 's/^/    /'
