@@ -125,6 +125,46 @@ void run_deferred_deallocs(Heap &heap) {
 
 }  // namespace
 
+[[gnu::noinline]] void *raw_alloc_slow(Heap &heap, size_t size, size_t alignment) {
+    note_gc_allocation(heap);
+    if (alignment > 16) {
+        report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
+        return nullptr;
+    }
+    void *memory = heap.space.allocate(heap, size);
+    if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
+    return memory;
+}
+
+[[gnu::noinline]] void raw_free_slow(void *memory) {
+    Heap &heap = *page_of(memory)->heap;
+    GcMeta &meta = meta_of(memory);
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
+    if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
+    Generation &young = heap.generations[0];
+    if (young.count > 0) young.count--;
+    heap.space.release(memory);
+}
+
+[[gnu::noinline]] void dealloc_slow(cgc_object *op) {
+    if (op->ob_refcnt < 0) {
+        report(CGC_ERR_CORRUPTION,
+               "Py_DECREF: the reference count of object %p of type '%s' fell below zero (%td): "
+               "a Py_DECREF without a matching Py_INCREF; the object is not freed again",
+               static_cast<void *>(op), type_name_of(op), op->ob_refcnt);
+        return;
+    }
+    Heap &heap = current_heap();
+    if (heap.dealloc_depth >= kMaxDeallocDepth) {
+        defer_dealloc(heap, op);
+        return;
+    }
+    ++heap.dealloc_depth;
+    destroy(op);
+    --heap.dealloc_depth;
+    if (heap.dealloc_depth == 0 && heap.deferred_deallocs) run_deferred_deallocs(heap);
+}
+
 // The Python 2.0 API freed GC objects through their header pointer
 // (PyObject_DEL(PyObject_AS_GC(op)), PyObject_FREE): a pointer into a GC
 // page, to an object or to its GcMeta, frees that object. Returns false for
@@ -203,22 +243,16 @@ using namespace cyclegc::internal;
 extern "C" {
 
 void cgc_dealloc(cgc_object *op) {
-    if (op->ob_refcnt < 0) {
-        report(CGC_ERR_CORRUPTION,
-               "Py_DECREF: the reference count of object %p of type '%s' fell below zero (%td): "
-               "a Py_DECREF without a matching Py_INCREF; the object is not freed again",
-               static_cast<void *>(op), type_name_of(op), op->ob_refcnt);
+    // The common case: a count that reached exactly zero, not deep in a
+    // chain of deallocations.
+    Heap *heap = t_current_heap;
+    if (op->ob_refcnt == 0 && heap && heap->dealloc_depth < kMaxDeallocDepth) {
+        ++heap->dealloc_depth;
+        destroy(op);
+        if (--heap->dealloc_depth == 0 && heap->deferred_deallocs) run_deferred_deallocs(*heap);
         return;
     }
-    Heap &heap = current_heap();
-    if (heap.dealloc_depth >= kMaxDeallocDepth) {
-        defer_dealloc(heap, op);
-        return;
-    }
-    ++heap.dealloc_depth;
-    destroy(op);
-    --heap.dealloc_depth;
-    if (heap.dealloc_depth == 0 && heap.deferred_deallocs) run_deferred_deallocs(heap);
+    dealloc_slow(op);
 }
 
 cgc_object *cgc_object_new(cgc_type *type) { return allocate_object(type, 0, "cgc_object_new (PyObject_New)"); }
@@ -420,6 +454,11 @@ namespace cyclegc::internal {
 
 extern "C" {
 
+int cgc_gc_untrack_dying(cgc_object *op) {
+    cgc_gc_untrack(op);
+    return heap_of(op).collecting();
+}
+
 int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }
 
 int cgc_gc_is_tracked(cgc_object *op) { return op && has_gc_head(op) && (meta_of(op).flags & kTracked); }
@@ -432,18 +471,12 @@ void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
     Heap &heap = current_heap();
     Generation &young = heap.generations[0];
     if (young.count < young.threshold && alignment <= 16) {  // the common case: no collection due
-        young.count++;
-        if (void *memory = heap.space.allocate(heap, size)) return memory;
-        young.count--;
+        if (void *memory = heap.space.allocate(heap, size)) {
+            young.count++;
+            return memory;
+        }
     }
-    note_gc_allocation(heap);
-    if (alignment > 16) {
-        report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
-        return nullptr;
-    }
-    void *memory = heap.space.allocate(heap, size);
-    if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
-    return memory;
+    return raw_alloc_slow(heap, size, alignment);
 }
 
 void cgc_gc_raw_bind(void *memory, cgc_object *op, int track) {
@@ -470,19 +503,15 @@ cgc_object *cgc_object_of_gc_head(cgc_gc_head *head) {
 
 void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
-    Heap &heap = *page_of(memory)->heap;
-    GcMeta &meta = meta_of(memory);
+    Page *page = page_of(memory);
+    GcMeta &meta = page->meta[page->index_of(memory)];
     if (!(meta.flags & (kHasWeakrefs | kTracked))) {  // the common case
-        Generation &young = heap.generations[0];
+        Generation &young = page->heap->generations[0];
         if (young.count > 0) young.count--;
-        heap.space.release(memory);
+        page->heap->space.release(memory);
         return;
     }
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
-    if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
-    Generation &young = heap.generations[0];
-    if (young.count > 0) young.count--;
-    heap.space.release(memory);
+    raw_free_slow(memory);
 }
 
 void *cgc_malloc(size_t size) { return std::malloc(size ? size : 1); }

@@ -117,7 +117,9 @@ class PageSpace {
     void release(void *slot) {
         Page *page = page_of(slot);
         page->meta[page->index_of(slot)] = GcMeta{};
-        if (page->in_partial_list && page->used > 1) {  // the common case: nothing else changes
+        // The common case: the page stays (it keeps other objects, or it is
+        // its class's only page with room, which is kept even when empty).
+        if (page->in_partial_list && (page->used > 1 || (!page->next_partial && !page->prev_partial))) {
             *static_cast<void **>(slot) = page->free_list;
             page->free_list = slot;
             --page->used;

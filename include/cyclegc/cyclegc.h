@@ -222,6 +222,10 @@ CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
 /* Tells where in `memory` the object's C part (cgc_object) is, once built,
  * and tracks it if `track` is non-zero. */
 CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op, int track);
+/* Untracks a dying object (as cgc_gc_untrack) and tells whether a
+ * collection is running (as cgc_is_collecting): one call for the C++ API's
+ * destructor path. */
+CGC_API int cgc_gc_untrack_dying(cgc_object *op);
 /* Frees memory from cgc_gc_raw_alloc (untracking the object if needed). */
 CGC_API void cgc_gc_raw_free(void *memory);
 

@@ -67,12 +67,13 @@ struct cxx_type {
         }
     }
     static void dealloc(cgc_object *op) {
-        if constexpr (traced<T>) cgc_gc_untrack(op);  // leaves are never tracked
+        bool collecting = false;
+        if constexpr (traced<T>) collecting = cgc_gc_untrack_dying(op);  // leaves are never tracked
         if constexpr (finalizable<T>) {
             // PEP 442: a dying object is finalized once, and may resurrect.
             if constexpr (traced<T>) cgc_gc_track(op);
             if (cgc_call_finalizer_from_dealloc(op) < 0) return;
-            cgc_gc_untrack(op);
+            if constexpr (traced<T>) collecting = cgc_gc_untrack_dying(op);
         }
         // (Weak references were cleared before tp_dealloc, or after
         // finalize() by cgc_call_finalizer_from_dealloc.)
@@ -81,7 +82,7 @@ struct cxx_type {
         // collected cycle sees its traced references cleared, not only the
         // one the collector happened to clear first.
         if constexpr (traced<T>) {
-            if (cgc_is_collecting()) clear(op);
+            if (collecting) clear(op);
         }
         T *self = downcast<T>(op);
         self->~T();
