@@ -434,6 +434,20 @@ void move_legacy_finalizers(Heap &heap) {
         traverse(heap.uncollectable[i], visit_legacy_reachable, &heap);
 }
 
+// Calls user code on `op` holding a reference to it (kHeld): if the code
+// drops one reference too many, the deallocation that follows is refused and
+// reported (cgc_dealloc) instead of freeing memory the collector still uses.
+template <typename Function>
+void call_holding(cgc_object *op, const char *what, Function function) {
+    GcMeta &meta = meta_of(op);
+    cgc_incref(op);
+    bool nested = meta.flags & kHeld;
+    meta.flags |= kHeld;
+    call_user_code(what, op, function);
+    if (!nested) meta.flags &= static_cast<uint8_t>(~kHeld);
+    cgc_decref(op);
+}
+
 // Step 2, finalizers. Returns whether any ran.
 bool finalize_garbage(Heap &heap) {
     heap.phase = Phase::finalizing;
@@ -446,9 +460,7 @@ bool finalize_garbage(Heap &heap) {
         cgc_destructor finalize = op->ob_type->tp_finalize;
         if (!finalize || (meta.flags & kFinalized)) continue;
         meta.flags |= kFinalized;
-        cgc_incref(op);
-        call_user_code("tp_finalize", op, [&] { finalize(op); });
-        cgc_decref(op);
+        call_holding(op, "tp_finalize", [&] { finalize(op); });
         ran = true;
     }
     return ran;
@@ -497,9 +509,7 @@ void clear_garbage(Heap &heap, int older) {
         if (save_all) {
             save_as_garbage(heap, op);
         } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-            cgc_incref(op);
-            call_user_code("tp_clear", op, [&] { clear(op); });
-            cgc_decref(op);
+            call_holding(op, "tp_clear", [&] { clear(op); });
         }
         if (heap.unreachable[i] == op) {  // still here: it survived its clear
             heap.unreachable[i] = nullptr;

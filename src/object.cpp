@@ -96,6 +96,17 @@ void destroy(cgc_object *op) {
     // (cgc_call_finalizer_from_dealloc, or at the latest cgc_gc_del).
     if (has_gc_head(op)) {
         GcMeta &meta = meta_of(op);
+        if (meta.flags & kHeld) {
+            // The collector holds a reference: someone dropped one that was
+            // not theirs. Give the collector its reference back; it frees
+            // the object when it lets go.
+            report(CGC_ERR_CORRUPTION,
+                   "Py_DECREF: object %p of type '%s' lost its last reference while the collector "
+                   "held one (in its finalizer or tp_clear): a Py_DECREF too many; not freed now",
+                   static_cast<void *>(op), type_name_of(op));
+            op->ob_refcnt = 1;
+            return;
+        }
         bool finalizer_pending = op->ob_type->tp_finalize && !(meta.flags & kFinalized);
         if ((meta.flags & kHasWeakrefs) && !finalizer_pending) cgc_clear_weakrefs(op);
     }
@@ -534,7 +545,7 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
     if (meta && (meta->flags & kFinalized)) return 0;
     self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
     if (meta) meta->flags |= kFinalized;
-    finalize(self);
+    call_user_code("tp_finalize", self, [&] { finalize(self); });
     if (--self->ob_refcnt != 0) return -1;  // resurrected: the dealloc must stop
     if (meta && (meta->flags & kHasWeakrefs)) {
         // Dying for good: weak references (some perhaps made by the

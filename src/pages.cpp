@@ -126,12 +126,13 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
 }
 
 void PageSpace::release_slow(Page *page, void *slot) {
+    uint32_t index = page->index_of(slot);
     if (page->size_class == kLargeClass) {
         free_page(page);
         return;
     }
-    *static_cast<void **>(slot) = page->free_list;
-    page->free_list = slot;
+    page->meta[index] = GcMeta{page->free_head, 0, 0, 0, 0};
+    page->free_head = index + 1;
     --page->used;
     if (!page->in_partial_list) link_partial(page);
     // An empty page goes back to the system unless it is its class's only

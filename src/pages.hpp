@@ -51,6 +51,7 @@ constexpr uint8_t kCollecting = 8;    // in the set being collected
 constexpr uint8_t kReachable = 16;    // found reachable by this collection
 constexpr uint8_t kHasWeakrefs = 32;  // weak references to it exist
 constexpr uint8_t kUncollectable = 64;  // set apart by this collection (legacy finalizer)
+constexpr uint8_t kHeld = 128;          // the collector holds a reference while user code runs
 constexpr uint8_t kPermanent = 3;     // GcMeta::generation of frozen objects
 
 constexpr size_t kPageSize = size_t(64) << 10;
@@ -64,7 +65,11 @@ struct Page {
     uint32_t slot_count;
     uint32_t bump;  // slots [bump, slot_count) were never used
     Heap *heap;
-    void *free_list;  // freed slots, linked through their first word
+    // Freed slots: index + 1 of the first (0: none), each freed slot's GcMeta
+    // word holding the next. The slot's own memory is left alone, so a stray
+    // Py_DECREF of a freed object finds its count at 0 and is reported
+    // (a count below zero) instead of corrupting a free-list link.
+    uint32_t free_head;
     uint32_t used;
     uint32_t size_class;  // kLargeClass for a large page
     Page *prev_partial;   // pages of this size class with free slots
@@ -116,12 +121,12 @@ class PageSpace {
     }
     void release(void *slot) {
         Page *page = page_of(slot);
-        page->meta[page->index_of(slot)] = GcMeta{};
+        uint32_t index = page->index_of(slot);
         // The common case: the page stays (it keeps other objects, or it is
         // its class's only page with room, which is kept even when empty).
         if (page->in_partial_list && (page->used > 1 || (!page->next_partial && !page->prev_partial))) {
-            *static_cast<void **>(slot) = page->free_list;
-            page->free_list = slot;
+            page->meta[index] = GcMeta{page->free_head, 0, 0, 0, 0};
+            page->free_head = index + 1;
             --page->used;
             return;
         }
@@ -155,15 +160,16 @@ class PageSpace {
 
     // A slot of a page with room (small classes).
     void *take_slot(Page *page) {
-        void *slot = page->free_list;
+        void *slot;
         uint32_t index;
-        if (slot) {
-            page->free_list = *static_cast<void **>(slot);
+        if (uint32_t head = page->free_head) {
+            index = head - 1;
+            page->free_head = page->meta[index].word;
+            slot = page->slot(index);
             // Reused: zero it (a fresh slot is zero since the page was made).
             auto *bytes = static_cast<char *>(slot);
             uint32_t size = page->slot_size;
             for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(bytes + i, 0, kGranule);
-            index = page->index_of(slot);
         } else {
             index = page->bump++;
             slot = page->slot(index);
