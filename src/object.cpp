@@ -119,15 +119,23 @@ void destroy(cgc_object *op) {
 // collection that starts meanwhile from seeing it (its tp_dealloc untracks
 // it anyway, idempotently).
 void defer_dealloc(Heap &heap, cgc_object *op) {
-    if (has_gc_head(op)) cgc_gc_untrack(op);
-    op->ob_refcnt = reinterpret_cast<cgc_ssize_t>(heap.deferred_deallocs);
+    // Bit 0 of the link remembers that it was tracked: it is tracked again
+    // before its tp_dealloc runs, which may resurrect it (a finalizer).
+    uintptr_t was_tracked = 0;
+    if (has_gc_head(op) && (meta_of(op).flags & kTracked)) {
+        cgc_gc_untrack(op);
+        was_tracked = 1;
+    }
+    op->ob_refcnt = static_cast<cgc_ssize_t>(reinterpret_cast<uintptr_t>(heap.deferred_deallocs) | was_tracked);
     heap.deferred_deallocs = op;
 }
 
 void run_deferred_deallocs(Heap &heap) {
     while (cgc_object *op = heap.deferred_deallocs) {
-        heap.deferred_deallocs = reinterpret_cast<cgc_object *>(op->ob_refcnt);
+        auto link = static_cast<uintptr_t>(op->ob_refcnt);
+        heap.deferred_deallocs = reinterpret_cast<cgc_object *>(link & ~uintptr_t(1));
         op->ob_refcnt = 0;
+        if (link & 1) cgc_gc_track(op);
         heap.dealloc_depth = 1;
         destroy(op);
         heap.dealloc_depth = 0;

@@ -177,6 +177,9 @@ cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback call
     }
     auto *wr = reinterpret_cast<WeakRef *>(cgc_gc_new(&cgc_weakref_type));
     if (!wr) return nullptr;
+    // The allocation may have collected, and freed weak references to the
+    // object: look its list up again.
+    first = first_weakref(heap, object);
     try {
         heap.weakref_lists[object] = wr;
     } catch (...) {
