@@ -152,6 +152,7 @@ void subtract_internal_refs(Set &set) {
 }
 
 struct MarkStack {
+    Heap &heap;
     std::vector<cgc_object *> items;
     bool failed = false;
 };
@@ -162,7 +163,7 @@ int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
     meta.flags |= kReachable;
     __builtin_prefetch(child);  // it will be traversed soon
     try {
-        stack->items.push_back(child);
+        push_counted(stack->heap, stack->items, child);
     } catch (...) {
         stack->failed = true;
         return 1;
@@ -180,8 +181,8 @@ int visit_mark(cgc_object *child, void *arg) {
 // Step 1c: marks what the externally referenced candidates reach. Returns
 // false if it ran out of memory (then nothing may be called unreachable).
 template <typename Set>
-bool mark_reachable(Set &set) {
-    MarkStack stack;
+bool mark_reachable(Heap &heap, Set &set) {
+    MarkStack stack{heap};
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         if (stack.failed || meta.word == 0 || (meta.flags & kReachable)) return;
         meta.flags |= kReachable;
@@ -222,7 +223,7 @@ cgc_ssize_t sweep(Heap &heap, Set &set, bool marked, int older) {
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         if (marked && !(meta.flags & kReachable)) {
             try {
-                unreachable.push_back(op);
+                push_counted(heap, unreachable, op);
                 meta.word = static_cast<uint32_t>(unreachable.size() - 1);
                 ++found;
                 return;
@@ -350,7 +351,7 @@ Found find_unreachable_full(Heap &heap) {
     });
     counter.flush();
 
-    MarkStack stack;
+    MarkStack stack{heap};
     Found found;
     space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
@@ -372,7 +373,7 @@ Found find_unreachable_full(Heap &heap) {
         if (meta.generation == kPermanent) return;
         if (!(meta.flags & kReachable) && !stack.failed) {
             try {
-                unreachable.push_back(op);
+                push_counted(heap, unreachable, op);
                 meta.word = static_cast<uint32_t>(unreachable.size() - 1);
                 meta.flags |= kCollecting;
                 ++found.unreachable;
@@ -398,7 +399,7 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     Found found;
     found.candidates = init_refs(set);
     subtract_internal_refs(set);
-    bool marked = mark_reachable(set);
+    bool marked = mark_reachable(heap, set);
     found.unreachable = sweep(heap, set, marked, older);
     heap.phase = outer;
     return found;
@@ -410,7 +411,7 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
 // reference to it, leaves a NULL and is not counted, as in CPython).
 void take_uncollectable(Heap &heap, cgc_object *op, GcMeta &meta) {
     try {
-        heap.uncollectable.push_back(op);
+        push_counted(heap, heap.uncollectable, op);
     } catch (...) {
         report(CGC_ERR_MEMORY, "collector: out of memory for the uncollectable list");
         return;
@@ -473,7 +474,7 @@ void keep_resurrected(Heap &heap, int older) {
     heap.phase = Phase::finding_unreachable;
     init_refs(set);
     subtract_internal_refs(set);
-    bool marked = mark_reachable(set);
+    bool marked = mark_reachable(heap, set);
     for (cgc_object *&op : heap.unreachable) {
         if (!op) continue;
         GcMeta &meta = meta_of(op);
@@ -492,7 +493,7 @@ void keep_resurrected(Heap &heap, int older) {
 // DEBUG_SAVEALL and uncollectable objects: the garbage list holds them.
 void save_as_garbage(Heap &heap, cgc_object *op) {
     try {
-        heap.garbage.push_back(op);
+        push_counted(heap, heap.garbage, op);
         cgc_incref(op);
     } catch (...) {
         report(CGC_ERR_MEMORY, "collector: out of memory for the garbage list");
@@ -559,9 +560,20 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     if (heap.callbacks.empty() || heap.finalizing) return;
     Phase outer = heap.phase;
     heap.phase = Phase::callbacks;  // a collection requested from here returns 0
-    auto callbacks = heap.callbacks;  // a callback may add or remove callbacks
-    for (auto &[callback, context] : callbacks)
+    // A copy, since a callback may add or remove callbacks; without memory
+    // for it, the list itself, by index (a removal may then skip one).
+    std::vector<std::pair<cgc_collection_callback, void *>> copy;
+    try {
+        if (!heap.callbacks.empty()) note_internal_allocation(heap);
+        copy = heap.callbacks;
+    } catch (...) {
+        report(CGC_ERR_MEMORY, "collector: out of memory copying the collection callbacks");
+    }
+    auto &callbacks = copy.empty() ? heap.callbacks : copy;
+    for (size_t i = 0; i < callbacks.size(); ++i) {
+        auto [callback, context] = callbacks[i];
         call_user_code("a collection callback", nullptr, [&] { callback(phase, &info, context); });
+    }
     heap.phase = outer;
 }
 

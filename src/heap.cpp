@@ -197,6 +197,12 @@ cgc_ssize_t cgc_collect_if_enabled(void) {
     return collect(heap, CGC_NUM_GENERATIONS - 1);
 }
 
+uint64_t cgc_debug_fail_allocations(uint64_t nth) {
+    Heap &heap = current_heap();
+    heap.fail_allocation_at = nth ? heap.internal_allocations + nth : 0;
+    return heap.internal_allocations;
+}
+
 void cgc_initialize(void) { (void)current_heap(); }
 
 int cgc_finalize(void) {

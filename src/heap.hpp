@@ -9,6 +9,7 @@
 
 #include <cstdarg>
 #include <exception>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -87,6 +88,11 @@ struct Heap {
     // costs one bit test at deallocation.
     std::unordered_map<cgc_object *, WeakRef *> weakref_lists;
 
+    // Fault injection (cgc_debug_fail_allocations): the library's own
+    // allocations are counted, and the armed one fails once.
+    uint64_t internal_allocations = 0;
+    uint64_t fail_allocation_at = 0;
+
     // Errors.
     cgc_error_kind error_kind = CGC_ERR_NONE;
     std::string error_message;
@@ -129,6 +135,22 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
                             bool spare_item = false);
 
 void report_unraisable_exception(const char *what, cgc_object *op, const char *message) noexcept;
+
+// Called before each allocation the library makes for itself (page, array
+// growth): throws std::bad_alloc when fault injection says this one fails.
+inline void note_internal_allocation(Heap &heap) {
+    if (++heap.internal_allocations == heap.fail_allocation_at) {
+        heap.fail_allocation_at = 0;
+        throw std::bad_alloc();
+    }
+}
+// push_back that counts the allocation it may make (and may fail by
+// injection as well as for real).
+template <typename Vector, typename Value>
+void push_counted(Heap &heap, Vector &vector, Value value) {
+    if (vector.size() == vector.capacity()) note_internal_allocation(heap);
+    vector.push_back(value);
+}
 
 // Runs user code (a finalizer, tp_clear, a callback) from inside the
 // collector: a C++ exception escaping it must not unwind through the

@@ -184,6 +184,16 @@ void run_deferred_deallocs(Heap &heap) {
     if (heap.dealloc_depth == 0 && heap.deferred_deallocs) run_deferred_deallocs(heap);
 }
 
+void ObjectArray::grow(size_t needed) {
+    note_internal_allocation(current_heap());
+    size_t capacity = capacity_ ? capacity_ * 2 : 1024;
+    while (capacity < needed) capacity *= 2;
+    auto *items = static_cast<cgc_object **>(std::realloc(items_, capacity * sizeof *items_));
+    if (!items) throw std::bad_alloc();
+    items_ = items;
+    capacity_ = capacity;
+}
+
 // The Python 2.0 API freed GC objects through their header pointer
 // (PyObject_DEL(PyObject_AS_GC(op)), PyObject_FREE): a pointer into a GC
 // page, to an object or to its GcMeta, frees that object. Returns false for

@@ -49,14 +49,7 @@ class ObjectArray {
     }
 
   private:
-    [[gnu::noinline]] void grow(size_t needed) {
-        size_t capacity = capacity_ ? capacity_ * 2 : 1024;
-        while (capacity < needed) capacity *= 2;
-        auto *items = static_cast<cgc_object **>(std::realloc(items_, capacity * sizeof *items_));
-        if (!items) throw std::bad_alloc();
-        items_ = items;
-        capacity_ = capacity;
-    }
+    [[gnu::noinline]] void grow(size_t needed);
 
     cgc_object **items_ = nullptr;
     size_t size_ = 0;

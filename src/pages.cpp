@@ -2,6 +2,7 @@
 #include "pages.hpp"
 
 #include "arena.hpp"
+#include "heap.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +45,11 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
         while (round_up(header + count * sizeof(GcMeta), kGranule) + size_t(count) * slot_size > region_size) --count;
     }
     region_size = round_up(region_size, kPageSize);
+    try {
+        note_internal_allocation(heap);
+    } catch (const std::bad_alloc &) {
+        return nullptr;  // injected failure
+    }
     void *memory = Arena::instance().allocate(region_size);
     if (!memory) return nullptr;
     try {

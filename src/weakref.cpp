@@ -55,8 +55,15 @@ void detach_all(Heap &heap, cgc_object *referent, std::vector<WeakRef *> &queue,
     while (WeakRef *wr = first_weakref(heap, referent)) {
         detach(heap, wr);
         if (wr->callback && wants_callback(wr)) {
+            try {
+                push_counted(heap, queue, wr);
+            } catch (...) {
+                report(CGC_ERR_MEMORY, "weak references: out of memory for the callback queue; the "
+                       "callback of a weak reference to <%s object at %p> does not run",
+                       type_name_of(referent), static_cast<void *>(referent));
+                continue;
+            }
             cgc_incref(as_object(wr));
-            queue.push_back(wr);
         }
     }
 }

@@ -442,6 +442,15 @@ CGC_API void cgc_report_unraisable(const char *message, cgc_object *object);
 typedef void (*cgc_unraisable_hook)(const char *message, cgc_object *object, void *context);
 CGC_API cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *context);
 
+/* Fault injection, for testing how the library survives running out of
+ * memory: from now on, the `nth` allocation the library makes for itself on
+ * the current heap (a GC page, the growth of an internal array: young
+ * generations, mark stack, unreachable set, garbage list, callback queues)
+ * fails once; 0 disarms. Returns how many such allocations the heap has made
+ * so far. */
+#define CGC_HAVE_DEBUG_FAIL_ALLOCATIONS 1
+CGC_API uint64_t cgc_debug_fail_allocations(uint64_t nth);
+
 /* Process-level setup (optional). Finalize runs final full collections. */
 CGC_API void cgc_initialize(void);
 CGC_API int cgc_finalize(void);
