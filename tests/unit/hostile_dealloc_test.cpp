@@ -1,0 +1,271 @@
+// Hostile deallocators, objects freed under the collector, reference counts
+// that underflow: what real types get wrong, and what cyclegc then does.
+//
+// | mistake                                               | defined outcome                                        |
+// |-------------------------------------------------------|--------------------------------------------------------|
+// | tp_dealloc calls collect before untracking             | CGC_ERR_CORRUPTION (count 0) naming the type; kept     |
+// |                                                       | during that collection, freed by the dealloc after     |
+// | tp_dealloc calls collect after untracking              | a correct collection inside the deallocation           |
+// | tp_dealloc calls collect during a collection           | 0                                                      |
+// | tp_dealloc frees another object of the unreachable set | the collector skips it; no use-after-free              |
+// | tp_dealloc never untracks                              | cgc_gc_del untracks: no stale entry anywhere           |
+// | tp_dealloc resurrects (stores itself)                  | the object lives on, tracked                           |
+// | tp_clear drops its own object once too often           | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
+// | tp_clear drops another reference once too often        | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
+// | Py_DECREF below zero outside a collection              | CGC_ERR_CORRUPTION naming the type; not freed again    |
+#include "hostile_types.hpp"
+
+using namespace cgc_hostile;
+
+namespace {
+
+class HostileDealloc : public HostileTest {
+  protected:
+    void clear_drops_itself_twice();
+    void clear_drops_other_twice();
+};
+
+cgc_type collects_type = make_type("hostile.CollectsInDealloc");
+cgc_type plain_type = make_type("hostile.Plain");
+cgc_type lazy_type = make_type("hostile.ClearDoesNothing");
+
+// tp_dealloc that frees with cgc_gc_del without untracking first.
+void no_untrack_dealloc(cgc_object *self) {
+    HObj *o = as_h(self);
+    drop_slots(o);
+    hooks.live.erase(o->id);
+    o->canary = kFreed;
+    cgc_gc_del(self);  // still tracked
+}
+cgc_type no_untrack_type = [] {
+    cgc_type t = make_type("hostile.NeverUntracks");
+    t.tp_dealloc = no_untrack_dealloc;
+    return t;
+}();
+
+cgc_object *g_global = nullptr;
+
+HObj *self_cycle(cgc_type *type, int id) {
+    HObj *o = make(type, id);
+    set(o, 0, o);
+    cgc_decref(ob(o));
+    return o;
+}
+
+TEST_F(HostileDealloc, CollectingBeforeUntrackingIsReportedAndTheDyingObjectIsKept) {
+    cgc_ssize_t found = -1;
+    hooks.dealloc = [&found](HObj *o) {
+        if (o->ob_base.ob_type == &collects_type) found = cgc_collect(2);  // still tracked, count 0
+    };
+    self_cycle(&plain_type, 10);
+    HObj *dying = make(&collects_type, 1);
+    HObj *child = make(&plain_type, 2);
+    set(dying, 0, child);
+    cgc_decref(ob(child));
+    cgc_decref(ob(dying));
+    EXPECT_EQ(found, 1) << "the other garbage is collected; the dying object and its child are not";
+    expect_one_error(CGC_ERR_CORRUPTION, {"hostile.CollectsInDealloc", "reference count 0", "kept alive"});
+    EXPECT_TRUE(hooks.live.empty()) << "the deallocation then completed";
+}
+
+TEST_F(HostileDealloc, CollectingAfterUntrackingIsACorrectCollection) {
+    cgc_ssize_t found = -1;
+    hooks.dealloc = [&found](HObj *o) {
+        if (o->ob_base.ob_type != &collects_type) return;
+        cgc_gc_untrack(ob(o));
+        found = cgc_collect(2);
+    };
+    self_cycle(&plain_type, 10);
+    HObj *dying = make(&collects_type, 1);
+    HObj *child = make(&plain_type, 2);
+    set(dying, 0, child);
+    set(child, 0, child);  // the child is a cycle, but the dying object still holds it
+    cgc_decref(ob(child));
+    cgc_decref(ob(dying));
+    EXPECT_EQ(found, 1);
+    EXPECT_TRUE(take_errors().empty());
+    EXPECT_TRUE(alive(2)) << "released by the deallocation after the collection: now garbage";
+    EXPECT_EQ(cgc_collect(2), 1);
+    EXPECT_TRUE(hooks.live.empty());
+}
+
+TEST_F(HostileDealloc, CollectingFromADeallocDuringACollectionReturnsZero) {
+    std::vector<cgc_ssize_t> results;
+    hooks.dealloc = [&results](HObj *o) {
+        if (o->ob_base.ob_type == &collects_type) results.push_back(cgc_collect(2));
+    };
+    for (int i = 0; i < 3; ++i) {
+        HObj *x = self_cycle(&plain_type, 10 + i);
+        HObj *c = make(&collects_type, 20 + i);  // freed while the collector clears x
+        set(x, 1, c);
+        cgc_decref(ob(c));
+    }
+    EXPECT_EQ(cgc_collect(2), 6);
+    EXPECT_EQ(results, std::vector<cgc_ssize_t>(3, 0));
+    EXPECT_TRUE(hooks.live.empty());
+}
+
+TEST_F(HostileDealloc, FreeingAnotherObjectOfTheUnreachableSetDirectlyIsSkipped) {
+    // A <-> B garbage; C is garbage too (a cycle whose tp_clear does nothing).
+    // B's deallocation frees C's memory directly (as a buggy owner would):
+    // whether the collector has reached C yet or not, it must not touch it.
+    for (int round = 0; round < 4; ++round) {
+        HObj *a = make(&plain_type, 1);
+        HObj *b = make(&plain_type, 2);
+        HObj *c = make(&lazy_type, 3);
+        set(a, 0, b);
+        set(b, 0, a);
+        set(c, 0, c);
+        b->borrowed = ob(c);
+        hooks.clear = [](HObj *o) {
+            if (o->ob_base.ob_type != &lazy_type) drop_slots(o);
+            return 0;
+        };
+        hooks.dealloc = [](HObj *o) {
+            if (o->id != 2 || !o->borrowed) return;
+            HObj *victim = as_h(o->borrowed);
+            o->borrowed = nullptr;
+            cgc_gc_untrack(ob(victim));
+            victim->slot[0] = nullptr;  // its self-reference dies with it
+            hooks.live.erase(victim->id);
+            victim->canary = kFreed;
+            cgc_gc_del(ob(victim));
+        };
+        // Vary the order of the objects in memory from round to round.
+        if (round % 2) std::swap(a, c);
+        cgc_decref(ob(a));
+        cgc_decref(ob(b));
+        cgc_decref(ob(c));
+        cgc_collect(2);
+        EXPECT_TRUE(hooks.live.empty()) << "round " << round;
+        EXPECT_TRUE(hooks.canary_errors.empty()) << hooks.canary_errors.front();
+        EXPECT_TRUE(take_errors().empty());
+        hooks.dealloc = nullptr;
+        hooks.clear = nullptr;
+    }
+}
+
+TEST_F(HostileDealloc, DeallocThatNeverUntracksLeavesNoStaleEntry) {
+    // Young, old, and in the middle of a collection.
+    for (int i = 0; i < 100; ++i) cgc_decref(ob(make(&no_untrack_type, i)));
+    std::vector<HObj *> held;
+    for (int i = 0; i < 100; ++i) held.push_back(make(&no_untrack_type, 100 + i));
+    EXPECT_EQ(cgc_collect(2), 0);
+    for (HObj *o : held) cgc_decref(ob(o));
+    for (int i = 0; i < 50; ++i) self_cycle(&no_untrack_type, 200 + i);
+    EXPECT_EQ(cgc_collect(2), 50);
+    EXPECT_EQ(cgc_test::tracked_total(), 0);
+    cgc_object_list all{};
+    ASSERT_EQ(cgc_get_objects(-1, &all), 0);
+    EXPECT_EQ(all.count, 0);
+    cgc_object_list_release(&all);
+    EXPECT_TRUE(hooks.live.empty());
+    EXPECT_TRUE(take_errors().empty());
+}
+
+TEST_F(HostileDealloc, DeallocThatResurrectsKeepsTheObjectTracked) {
+    // An old-style tp_dealloc that stores its object instead of freeing it.
+    hooks.dealloc = [](HObj *o) {
+        if (g_global) return;
+        cgc_incref(ob(o));
+        g_global = ob(o);
+    };
+    cgc_type resurrecting = make_type("hostile.ResurrectsInDealloc");
+    resurrecting.tp_dealloc = [](cgc_object *self) {
+        if (hooks.dealloc) hooks.dealloc(as_h(self));
+        if (self->ob_refcnt > 0) return;  // resurrected
+        h_dealloc(self);
+    };
+    HObj *a = make(&resurrecting, 1);
+    cgc_decref(ob(a));
+    ASSERT_EQ(g_global, ob(a));
+    EXPECT_TRUE(alive(1));
+    EXPECT_TRUE(cgc_gc_is_tracked(ob(a)));
+    EXPECT_EQ(cgc_collect(2), 0);
+    hooks.dealloc = nullptr;
+    cgc_object *kept = g_global;
+    g_global = nullptr;
+    cgc_decref(kept);
+    EXPECT_FALSE(alive(1));
+    EXPECT_TRUE(take_errors().empty());
+}
+
+// Found by this test (fixed in 5037a1d): the collector holds a temporary
+// reference while tp_clear runs. A tp_clear that dropped its object's last
+// reference and one more freed the object under the collector, whose
+// Py_DECREF then wrote into the freed slot (the page's free-list link), and
+// a later allocation crashed.
+void HostileDealloc::clear_drops_itself_twice() {
+    hooks.clear = [](HObj *o) {
+        drop_slots(o);            // its self-reference: count 2 -> 1 (the collector's)
+        cgc_decref(ob(o));        // once too often: freed under the collector
+        return 0;
+    };
+    self_cycle(&plain_type, 1);
+    cgc_collect(2);
+    hooks.clear = nullptr;
+    std::vector<cgc_test::ReportedError> errors = take_errors();
+    EXPECT_FALSE(errors.empty()) << "the underflow is not reported";
+    for (const auto &e : errors) {
+        EXPECT_EQ(e.kind, CGC_ERR_CORRUPTION) << e.message;
+        EXPECT_CONTAINS(e.message, "hostile.Plain");
+    }
+    std::vector<HObj *> many;
+    for (int i = 0; i < 1000; ++i) many.push_back(make(&plain_type, 100 + i));
+    for (HObj *o : many) cgc_decref(ob(o));
+}
+
+TEST_F(HostileDealloc, ObjectFreedWhileTheCollectorHoldsItIsReportedNotCorrupting) {
+    EXPECT_SURVIVES(clear_drops_itself_twice());
+}
+
+// The same from a reference count that underflows (fixed in 5037a1d: freed
+// slots are chained through their GcMeta, so a stray Py_DECREF finds a count
+// of 0): A's tp_clear drops its reference to B twice; B is freed by the
+// first, and the second used to decrement B's free-list link.
+void HostileDealloc::clear_drops_other_twice() {
+    HObj *a = make(&plain_type, 1);
+    HObj *b = make(&plain_type, 2);
+    set(a, 0, b);
+    cgc_decref(ob(b));  // B: held by A only
+    set(a, 1, a);
+    cgc_decref(ob(a));
+    hooks.clear = [](HObj *o) {
+        if (o->id == 1 && o->slot[0]) {
+            cgc_object *b_ref = o->slot[0];
+            o->slot[0] = nullptr;
+            cgc_decref(b_ref);
+            cgc_decref(b_ref);  // once too often
+        }
+        drop_slots(o);
+        return 0;
+    };
+    cgc_collect(2);
+    hooks.clear = nullptr;
+    std::vector<cgc_test::ReportedError> errors = take_errors();
+    EXPECT_FALSE(errors.empty()) << "the underflow is not reported";
+    for (const auto &e : errors) EXPECT_EQ(e.kind, CGC_ERR_CORRUPTION) << e.message;
+    std::vector<HObj *> many;
+    for (int i = 0; i < 1000; ++i) many.push_back(make(&plain_type, 100 + i));
+    for (HObj *o : many) cgc_decref(ob(o));
+}
+
+TEST_F(HostileDealloc, ReferenceDroppedOnceTooOftenByTpClearIsReportedNotCorrupting) {
+    EXPECT_SURVIVES(clear_drops_other_twice());
+}
+
+TEST_F(HostileDealloc, DecrefBelowZeroOutsideACollectionIsReportedOnce) {
+    HObj *a = make(&plain_type, 1);
+    ob(a)->ob_refcnt = 0;  // a Py_DECREF too many happened earlier, without freeing it
+    cgc_decref(ob(a));
+    expect_one_error(CGC_ERR_CORRUPTION, {"hostile.Plain", "below zero"});
+    EXPECT_TRUE(alive(1)) << "not freed (again)";
+    // A collection meanwhile keeps it (count <= 0) and says so.
+    EXPECT_EQ(cgc_collect(2), 0);
+    expect_one_error(CGC_ERR_CORRUPTION, {"hostile.Plain", "kept alive"});
+    ob(a)->ob_refcnt = 1;
+    cgc_decref(ob(a));
+    EXPECT_FALSE(alive(1));
+}
+
+}  // namespace

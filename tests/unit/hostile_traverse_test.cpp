@@ -1,0 +1,254 @@
+// Hostile tp_traverse: what real types get wrong, and what cyclegc then does.
+//
+// | mistake                                   | defined outcome                                      |
+// |-------------------------------------------|------------------------------------------------------|
+// | misses a reference                        | the cycle is not collected (kept, never freed)       |
+// | misses a reference from garbage           | what it hides is freed one collection later          |
+// | visits a reference twice                  | CGC_ERR_CORRUPTION naming both types; nothing freed  |
+// | visits a borrowed reference               | the same, when the count gives it away               |
+// | visits a borrowed reference from garbage  | undetectable: the live object is cleared, not freed  |
+// | returns an error (stops early)            | return value ignored; unvisited = missed             |
+// | visits NULL, non-GC or untracked objects  | ignored                                              |
+// | tracks or untracks objects                | refused with CGC_ERR_MISUSE naming the type          |
+// | allocates and frees objects               | must not break the collection (walks the pages)      |
+#include "hostile_types.hpp"
+
+using namespace cgc_hostile;
+
+namespace {
+
+class HostileTraverse : public HostileTest {};
+
+cgc_type misser_type = make_type("hostile.MissesARef");
+cgc_type twice_type = make_type("hostile.VisitsTwice");
+cgc_type victim_type = make_type("hostile.Victim");
+cgc_type borrower_type = make_type("hostile.VisitsBorrowed");
+cgc_type plain_type = make_type("hostile.Plain");
+cgc_type leaf_type = [] {
+    cgc_type t{};
+    t.tp_name = "hostile.NonGcLeaf";
+    t.tp_basicsize = sizeof(cgc_object);
+    return t;
+}();
+
+// A <-> B, returned with the caller's references dropped (borrowed pointers).
+std::pair<HObj *, HObj *> garbage_pair(cgc_type *ta, int ida, cgc_type *tb, int idb) {
+    HObj *a = make(ta, ida);
+    HObj *b = make(tb, idb);
+    set(a, 0, b);
+    set(b, 0, a);
+    cgc_decref(ob(a));
+    cgc_decref(ob(b));
+    return {a, b};
+}
+
+TEST_F(HostileTraverse, MissingReferenceKeepsTheCycleAliveAndNeverFreesIt) {
+    hooks.traverse = [](HObj *o, cgc_visitproc, void *) {
+        return o->ob_base.ob_type == &misser_type ? 0 : 0;  // visits nothing at all
+    };
+    auto [a, b] = garbage_pair(&misser_type, 1, &misser_type, 2);
+    EXPECT_EQ(cgc_collect(2), 0) << "the cycle looks referenced from outside";
+    EXPECT_TRUE(alive(1) && alive(2));
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_TRUE(alive(1) && alive(2));
+    // The program breaks the cycle itself: reference counting frees both.
+    drop_slots(a);
+    EXPECT_FALSE(alive(1) || alive(2));
+    (void)b;
+}
+
+TEST_F(HostileTraverse, ReferenceHiddenByGarbageIsFreedOneCollectionLater) {
+    // X is a garbage self-cycle whose traverse hides its reference to Y;
+    // Y <-> Z is garbage too, but Y looks referenced from outside (by X).
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->id == 1) return o->slot[0] ? visit(o->slot[0], arg) : 0;  // slot 1 is hidden
+        return visit_slots(o, visit, arg);
+    };
+    HObj *x = make(&misser_type, 1);
+    set(x, 0, x);
+    auto [y, z] = garbage_pair(&plain_type, 2, &plain_type, 3);
+    set(x, 1, y);
+    cgc_decref(ob(x));
+    EXPECT_EQ(cgc_collect(2), 1) << "only X is found; clearing it drops the hidden reference";
+    EXPECT_FALSE(alive(1));
+    EXPECT_TRUE(alive(2) && alive(3));
+    EXPECT_EQ(cgc_collect(2), 2) << "Y <-> Z is found by the next collection";
+    EXPECT_FALSE(alive(2) || alive(3));
+    (void)z;
+}
+
+TEST_F(HostileTraverse, VisitingAReferenceTwiceIsReportedAndFreesNothing) {
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->ob_base.ob_type == &twice_type && o->slot[0])
+            if (int e = visit(o->slot[0], arg)) return e;  // once too often
+        return visit_slots(o, visit, arg);
+    };
+    auto [a, v] = garbage_pair(&twice_type, 1, &victim_type, 2);
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_TRUE(alive(1) && alive(2)) << "an object with a broken count is kept, never freed";
+    expect_one_error(CGC_ERR_CORRUPTION, {"hostile.Victim", "hostile.VisitsTwice", "kept alive"});
+    // The young collection finds it too.
+    HObj *young = make(&victim_type, 3);
+    HObj *twice = make(&twice_type, 4);
+    set(twice, 0, young);
+    set(young, 0, twice);
+    cgc_decref(ob(young));
+    cgc_decref(ob(twice));
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_TRUE(alive(3) && alive(4));
+    expect_one_error(CGC_ERR_CORRUPTION, {"hostile.Victim", "hostile.VisitsTwice", "kept alive"});
+    // Fixed, everything is collected.
+    hooks.traverse = nullptr;
+    EXPECT_EQ(cgc_collect(2), 4);
+    EXPECT_TRUE(hooks.live.empty());
+    (void)a;
+    (void)v;
+}
+
+TEST_F(HostileTraverse, VisitingABorrowedReferenceIsReportedAndKeepsTheObjectAlive) {
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->borrowed)
+            if (int e = visit(o->borrowed, arg)) return e;
+        return visit_slots(o, visit, arg);
+    };
+    auto [g, h] = garbage_pair(&victim_type, 1, &plain_type, 2);
+    HObj *r = make(&borrower_type, 3);  // reachable: the test holds it
+    r->borrowed = ob(g);               // without Py_INCREF
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_TRUE(alive(1) && alive(2)) << "G's count says 1, two references were visited: G is kept";
+    // The message names the object whose count is broken and one referrer
+    // (the first found, not necessarily the culprit).
+    expect_one_error(CGC_ERR_CORRUPTION, {"hostile.Victim", "does not own", "kept alive"});
+    r->borrowed = nullptr;
+    EXPECT_EQ(cgc_collect(2), 2);
+    EXPECT_FALSE(alive(1) || alive(2));
+    cgc_decref(ob(r));
+    (void)h;
+}
+
+TEST_F(HostileTraverse, BorrowedReferenceFromGarbageMakesALiveObjectLookUnreachable) {
+    // Undetectable (the counts agree), in CPython as well: garbage that
+    // visits a borrowed reference to a live object explains away the
+    // object's only reference. The object is cleared but never freed.
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->borrowed)
+            if (int e = visit(o->borrowed, arg)) return e;
+        return visit_slots(o, visit, arg);
+    };
+    HObj *live = make(&victim_type, 1);  // the test's reference is its only one
+    HObj *child = make(&plain_type, 2);
+    set(live, 0, child);
+    cgc_decref(ob(child));
+    HObj *g = make(&borrower_type, 3);
+    set(g, 0, g);
+    g->borrowed = ob(live);
+    cgc_decref(ob(g));
+    EXPECT_EQ(cgc_collect(2), 3) << "G, and the live object and its child, look unreachable";
+    ASSERT_TRUE(alive(1)) << "the live object is never freed";
+    EXPECT_EQ(live->canary, kAlive);
+    EXPECT_EQ(live->slot[0], nullptr) << "but it was cleared";
+    EXPECT_FALSE(alive(2));
+    EXPECT_FALSE(alive(3));
+    EXPECT_TRUE(take_errors().empty());
+    cgc_decref(ob(live));
+}
+
+TEST_F(HostileTraverse, ErrorReturnedByTraverseIsIgnoredAndUnvisitedReferencesAreMissed) {
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->slot[0])
+            if (int e = visit(o->slot[0], arg)) return e;
+        return -1;  // an error, before visiting slots 1 and 2
+    };
+    // Collected: the cycle goes through slot 0.
+    auto [a, b] = garbage_pair(&plain_type, 1, &plain_type, 2);
+    EXPECT_EQ(cgc_collect(2), 2);
+    EXPECT_FALSE(alive(1) || alive(2));
+    // Not collected: the cycle goes through slot 1, which is never visited.
+    HObj *c = make(&plain_type, 3);
+    set(c, 1, c);
+    cgc_decref(ob(c));
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_TRUE(alive(3));
+    EXPECT_TRUE(take_errors().empty());
+    drop_slots(c);
+    EXPECT_FALSE(alive(3));
+    (void)a;
+    (void)b;
+}
+
+TEST_F(HostileTraverse, VisitingNullNonGcAndUntrackedObjectsIsIgnored) {
+    cgc_object *leaf = cgc_object_new(&leaf_type);
+    HObj *untracked = make(&plain_type, 9, /*track=*/false);
+    hooks.traverse = [leaf, untracked](HObj *o, cgc_visitproc visit, void *arg) {
+        if (int e = visit(nullptr, arg)) return e;  // Py_VISIT would skip it; a raw visit does not
+        if (int e = visit(leaf, arg)) return e;
+        if (int e = visit(ob(untracked), arg)) return e;
+        return visit_slots(o, visit, arg);
+    };
+    auto [a, b] = garbage_pair(&plain_type, 1, &plain_type, 2);
+    EXPECT_EQ(cgc_collect(2), 2);
+    EXPECT_EQ(cgc_collect(0), 0);
+    EXPECT_FALSE(alive(1) || alive(2));
+    EXPECT_EQ(leaf->ob_refcnt, 1);
+    EXPECT_EQ(ob(untracked)->ob_refcnt, 1);
+    EXPECT_TRUE(take_errors().empty());
+    hooks.traverse = nullptr;
+    cgc_decref(leaf);
+    cgc_decref(ob(untracked));
+    (void)a;
+    (void)b;
+}
+
+TEST_F(HostileTraverse, TrackingOrUntrackingFromTraverseIsRefusedNamingTheType) {
+    HObj *other = make(&plain_type, 5, /*track=*/false);
+    hooks.traverse = [other](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->id == 1) {
+            cgc_gc_track(ob(other));    // refused
+            cgc_gc_untrack(ob(o));      // refused
+        }
+        return visit_slots(o, visit, arg);
+    };
+    auto [a, b] = garbage_pair(&plain_type, 1, &plain_type, 2);
+    cgc_collect(2);
+    std::vector<cgc_test::ReportedError> errors = take_errors();
+    ASSERT_FALSE(errors.empty());
+    for (const auto &error : errors) {
+        EXPECT_EQ(error.kind, CGC_ERR_MISUSE) << error.message;
+        EXPECT_CONTAINS(error.message, "hostile.Plain");
+        EXPECT_CONTAINS(error.message, "tp_traverse");
+    }
+    EXPECT_FALSE(alive(1) || alive(2)) << "the collection itself is unaffected";
+    EXPECT_FALSE(cgc_gc_is_tracked(ob(other)));
+    hooks.traverse = nullptr;
+    cgc_decref(ob(other));
+    (void)a;
+    (void)b;
+}
+
+// A traverse with a side effect: it allocates (a cache, a temporary) and
+// frees. The full collection walks the page list while calling traverse; a
+// new page, or a page freed, must not invalidate that walk. Defined outcome:
+// the collection is correct (or the allocation is refused); never a crash.
+TEST_F(HostileTraverse, AllocatingAndFreeingFromTraverseDoesNotBreakTheCollection) {
+    EXPECT_SURVIVES({
+        hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+            // Enough objects to need new pages, freed at once (pages given back).
+            std::vector<cgc_object *> scratch;
+            for (int i = 0; i < 3000; ++i) scratch.push_back(cgc_gc_new(&plain_type));
+            for (cgc_object *s : scratch) cgc_gc_del(s);
+            return visit_slots(o, visit, arg);
+        };
+        std::vector<HObj *> held;
+        for (int i = 0; i < 50; ++i) held.push_back(make(&plain_type, 100 + i));
+        for (int i = 0; i < 20; ++i) garbage_pair(&plain_type, 2 * i + 1, &plain_type, 2 * i + 2);
+        cgc_ssize_t found = cgc_collect(2);
+        hooks.traverse = nullptr;
+        EXPECT_EQ(found, 40);
+        for (int i = 0; i < 40; ++i) EXPECT_FALSE(alive(i + 1)) << i + 1;
+        for (HObj *h : held) EXPECT_EQ(h->canary, kAlive);
+        EXPECT_TRUE(hooks.canary_errors.empty());
+        for (HObj *h : held) cgc_decref(ob(h));
+    });
+}
+
+}  // namespace
