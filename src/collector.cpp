@@ -571,7 +571,8 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     }
     auto &callbacks = copy.empty() ? heap.callbacks : copy;
     for (size_t i = 0; i < callbacks.size(); ++i) {
-        auto [callback, context] = callbacks[i];
+        cgc_collection_callback callback = callbacks[i].first;
+        void *context = callbacks[i].second;
         call_user_code("a collection callback", nullptr, [&] { callback(phase, &info, context); });
     }
     heap.phase = outer;
