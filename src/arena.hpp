@@ -22,6 +22,8 @@ class Arena {
     void release(void *region, size_t bytes);
 
     bool reserved() const { return base_ != 0; }
+    const void *base() const { return reinterpret_cast<const void *>(base_); }
+    size_t size() const { return size_; }
     bool contains(const void *p) const { return reinterpret_cast<uintptr_t>(p) - base_ < size_; }
 
   private:

@@ -79,6 +79,67 @@ inline bool is_gc_object(cgc_object *op) {
     return g_arena->reserved() ? g_arena->contains(op) : has_gc_head(op);
 }
 
+// ---- The candidate-page filter (see PageFilter) ---------------------------
+
+constinit thread_local PageFilter *t_filter = nullptr;
+
+size_t arena_page_index(const void *p) {
+    return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_arena->base())) / kPageSize;
+}
+
+// Starts a filter for a set of candidates (added with filter_add).
+void filter_begin(Heap &heap) {
+    PageFilter &filter = heap.candidate_pages;
+    filter.active = false;
+    if (!g_arena->reserved()) return;
+    if (!filter.bits) {
+        try {
+            note_internal_allocation(heap);
+        } catch (const std::bad_alloc &) {
+            return;
+        }
+        size_t words = g_arena->size() / kPageSize / 64 + 1;
+        filter.bits = static_cast<uint64_t *>(std::calloc(words, sizeof(uint64_t)));
+        if (!filter.bits) return;
+    }
+    filter.active = true;
+    t_filter = &filter;
+}
+
+void filter_add(Heap &heap, const void *op) {
+    PageFilter &filter = heap.candidate_pages;
+    if (!filter.active) return;
+    size_t page = arena_page_index(op);
+    uint64_t &word = filter.bits[page / 64];
+    uint64_t bit = uint64_t(1) << (page % 64);
+    if (word & bit) return;
+    if (!word) {
+        try {
+            push_counted(heap, filter.touched, static_cast<uint32_t>(page / 64));
+        } catch (...) {
+            filter.active = false;  // without memory, no filtering: still correct
+            return;
+        }
+    }
+    word |= bit;
+}
+
+void filter_end(Heap &heap) {
+    PageFilter &filter = heap.candidate_pages;
+    for (uint32_t word : filter.touched) filter.bits[word] = 0;
+    filter.touched.clear();
+    filter.active = false;
+    t_filter = nullptr;
+}
+
+// False only if `op` is certainly not in the set being analysed.
+inline bool may_be_candidate(const void *op) {
+    PageFilter *filter = t_filter;
+    if (!filter || !filter->active) return true;
+    size_t page = arena_page_index(op);
+    return (filter->bits[page / 64] >> (page % 64)) & 1;
+}
+
 // The candidates of a young collection: the young arrays.
 class YoungCandidates {
   public:
@@ -127,7 +188,7 @@ cgc_ssize_t init_refs(Set &set) {
 }
 
 int visit_subtract(cgc_object *child, void *parent) {
-    if (!is_gc_object(child)) return 0;
+    if (!is_gc_object(child) || !may_be_candidate(child)) return 0;
     GcMeta &meta = meta_of(child);
     if (!(meta.flags & kCollecting)) return 0;
     if (meta.word == 0) {
@@ -172,7 +233,7 @@ int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
 }
 
 int visit_mark(cgc_object *child, void *arg) {
-    if (!is_gc_object(child)) return 0;
+    if (!is_gc_object(child) || !may_be_candidate(child)) return 0;
     GcMeta &meta = meta_of(child);
     if ((meta.flags & (kCollecting | kReachable)) != kCollecting) return 0;
     return push_reachable(child, meta, static_cast<MarkStack *>(arg));
@@ -397,9 +458,12 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     Phase outer = heap.phase;
     heap.phase = Phase::finding_unreachable;
     Found found;
+    filter_begin(heap);
+    set.for_each([&](cgc_object *op, GcMeta &) { filter_add(heap, op); });
     found.candidates = init_refs(set);
     subtract_internal_refs(set);
     bool marked = mark_reachable(heap, set);
+    filter_end(heap);
     found.unreachable = sweep(heap, set, marked, older);
     heap.phase = outer;
     return found;
@@ -472,9 +536,12 @@ void keep_resurrected(Heap &heap, int older) {
     heap.phase = Phase::checking_resurrection;
     UnreachableSet set{heap.unreachable};
     heap.phase = Phase::finding_unreachable;
+    filter_begin(heap);
+    set.for_each([&](cgc_object *op, GcMeta &) { filter_add(heap, op); });
     init_refs(set);
     subtract_internal_refs(set);
     bool marked = mark_reachable(heap, set);
+    filter_end(heap);
     for (cgc_object *&op : heap.unreachable) {
         if (!op) continue;
         GcMeta &meta = meta_of(op);

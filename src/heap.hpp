@@ -8,6 +8,7 @@
 #include <cyclegc/cyclegc.h>
 
 #include <cstdarg>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
@@ -29,6 +30,18 @@ enum class Phase {
 };
 
 struct WeakRef;  // weakref.cpp
+
+// The pages that hold objects of the set being analysed, one bit per arena
+// page: a young collection follows many references into the old heap, and
+// this answers "not a candidate" from a small bitmap, without reading the
+// target page's header and metadata (two cache misses per reference).
+struct PageFilter {
+    uint64_t *bits = nullptr;  // arena pages / 64 words, allocated on first use
+    std::vector<uint32_t> touched;  // words to clear afterwards
+    bool active = false;  // false: every GC object may be a candidate
+
+    ~PageFilter() { std::free(bits); }
+};
 
 struct Generation {
     // gen 0: allocations of GC objects minus their frees since the last
@@ -55,6 +68,7 @@ struct Heap {
     // The unreachable objects of the running collection (GcMeta::word is the
     // index; an entry becomes NULL when its object is untracked or freed).
     std::vector<cgc_object *> unreachable;
+    PageFilter candidate_pages;
     // Its uncollectable objects (legacy finalizers and what they reach), kept
     // apart until the end of the collection, the same way.
     std::vector<cgc_object *> uncollectable;
