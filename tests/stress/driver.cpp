@@ -16,6 +16,7 @@
 #include <cyclegc/cyclegc.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cinttypes>
 #include <cstdarg>
@@ -359,7 +360,13 @@ class Driver {
 
     // The world.
     std::vector<cgc_object *> roots_;
+    std::vector<uint64_t> root_epochs_;  // the operation that added each root
     std::vector<cgc_object *> temps_;
+    void push_world_root(cgc_object *op) { push_root_entry(op, op_index_); }
+    void push_root_entry(cgc_object *op, uint64_t epoch) {
+        roots_.push_back(op);
+        root_epochs_.push_back(epoch);
+    }
     std::unordered_map<cgc_object *, uint64_t> ptr2id_;
     std::unordered_map<uint64_t, cgc_object *> id2ptr_;
     std::unordered_set<uint64_t> foreign_;          // registered weak references and heap types
@@ -492,12 +499,12 @@ bool Driver::on_finalize(cgc_object *op) {
     case FinAction::Count: break;
     case FinAction::ResurrectSelf:
         cgc_incref(op);
-        roots_.push_back(op);
+        push_world_root(op);
         break;
     case FinAction::ResurrectChild:
         if (v.n > 0 && v.get(0)) {
             cgc_incref(v.get(0));
-            roots_.push_back(v.get(0));
+            push_world_root(v.get(0));
         }
         break;
     case FinAction::DropSlots:
@@ -527,7 +534,7 @@ bool Driver::on_finalize(cgc_object *op) {
         }, context, [](void *c) { g_driver->on_weakref_destroyed(static_cast<WrContext *>(c)); });
         if (!w) fail("weak reference creation failed in a finalizer");
         register_object(w, context->id, true);
-        roots_.push_back(w);
+        push_world_root(w);
         break;
     }
     case FinAction::CallCollect:
@@ -554,7 +561,16 @@ void Driver::on_callback(cgc_object *weakref, WrContext *context) {
     case CbAction::None:
     case CbAction::Count: break;
     case CbAction::DropSelf: {
-        auto found = std::find(roots_.begin(), roots_.end(), weakref);
+        // Only a reference that existed before this operation: one that user
+        // code added during it (a finalizer resurrecting the weak reference)
+        // may come before or after this callback, depending on the order of
+        // the deallocations.
+        auto found = roots_.begin();
+        for (; found != roots_.end(); ++found)
+            if (*found == weakref && root_epochs_[static_cast<size_t>(found - roots_.begin())] < op_index_) break;
+        if (std::getenv("CGC_STRESS_DEBUG_ID") && std::strtoull(std::getenv("CGC_STRESS_DEBUG_ID"), nullptr, 0) == id)
+            std::fprintf(stderr, "  world[%" PRIu64 "]: callback drops a root: %s\n", id,
+                         found != roots_.end() ? "found" : "none");
         if (found != roots_.end()) {
             *found = nullptr;
             cgc_decref(weakref);
@@ -815,7 +831,7 @@ void Driver::p_set_slot(uint64_t id, size_t slot, uint64_t target) {
 void Driver::p_push_root(uint64_t id) {
     cgc_object *op = ptr(id);
     cgc_incref(op);
-    roots_.push_back(op);
+    push_world_root(op);
     m_.push_root(id);
 }
 
@@ -823,6 +839,8 @@ void Driver::p_drop_root(size_t index) {
     cgc_object *op = roots_.at(index);
     roots_[index] = roots_.back();
     roots_.pop_back();
+    root_epochs_[index] = root_epochs_.back();
+    root_epochs_.pop_back();
     cgc_xdecref(op);
     m_.drop_root(index);
 }
@@ -869,7 +887,7 @@ void Driver::p_weakref_get(size_t index) {
         fail("weak reference %s reads %s, the model expects %s", describe(wid).c_str(),
              actual ? describe(actual).c_str() : "dead", expected ? describe(expected).c_str() : "dead");
     if (got) {
-        roots_.push_back(got);  // takes over the new reference
+        push_world_root(got);  // takes over the new reference
         m_.push_root(expected);
     }
 }
@@ -885,9 +903,12 @@ void Driver::p_resize(size_t index, size_t items) {
     auto *now = reinterpret_cast<cgc_object *>(moved);
     if (now != op) {
         check_tag(now, "a resized object");
+        // Re-registered at its new address (which may have been a weak
+        // reference's or a heap type's, freed without a hook of ours).
         ptr2id_.erase(op);
-        ptr2id_[now] = id;
-        id2ptr_[id] = now;
+        id2ptr_.erase(id);
+        register_object(now, id, false);
+        --stats_.objects_created;
         roots_[index] = now;
     }
     // As CPython's callers do: new items start NULL.
@@ -920,9 +941,16 @@ void Driver::p_save_all(bool on) {
 // an order that depends on the collector's order: both sides are then
 // sorted by id, so that an index means the same object on both.
 void Driver::canonicalize() {
-    roots_.erase(std::remove(roots_.begin(), roots_.end(), nullptr), roots_.end());
-    if (m_.roots_dirty)
-        std::sort(roots_.begin(), roots_.end(), [this](cgc_object *a, cgc_object *b) { return id_of(a) < id_of(b); });
+    std::vector<std::pair<uint64_t, std::pair<uint64_t, cgc_object *>>> entries;  // id, epoch, object
+    bool compact = std::find(roots_.begin(), roots_.end(), nullptr) != roots_.end();
+    if (m_.roots_dirty || compact) {
+        for (size_t i = 0; i < roots_.size(); ++i)
+            if (roots_[i]) entries.push_back({m_.roots_dirty ? id_of(roots_[i]) : i, {root_epochs_[i], roots_[i]}});
+        if (m_.roots_dirty) std::sort(entries.begin(), entries.end());
+        roots_.clear();
+        root_epochs_.clear();
+        for (auto &e : entries) push_root_entry(e.second.second, e.second.first);
+    }
     m_.canonicalize_roots();
 }
 
@@ -1291,6 +1319,7 @@ void Driver::step() {
 
 void Driver::teardown() {
     in_teardown_ = true;
+    m_.epoch = op_index_;
     note("teardown");
     p_save_all(false);
     for (int round = 0; round < 32; ++round) {
@@ -1326,8 +1355,19 @@ void Driver::teardown() {
 // ---- Checks ------------------------------------------------------------------------------
 
 void Driver::check_roots() {
-    if (roots_.size() != m_.roots.size())
-        fail("%zu roots in the world, %zu in the model", roots_.size(), m_.roots.size());
+    if (roots_.size() != m_.roots.size()) {
+        std::vector<uint64_t> world, model = m_.roots, only_world, only_model;
+        for (cgc_object *op : roots_) world.push_back(ptr2id_.count(op) ? ptr2id_[op] : 0);
+        std::sort(world.begin(), world.end());
+        std::sort(model.begin(), model.end());
+        std::set_difference(world.begin(), world.end(), model.begin(), model.end(), std::back_inserter(only_world));
+        std::set_difference(model.begin(), model.end(), world.begin(), world.end(), std::back_inserter(only_model));
+        std::string a, b;
+        for (uint64_t id : only_world) a += " " + describe(id);
+        for (uint64_t id : only_model) b += " " + describe(id);
+        fail("%zu roots in the world, %zu in the model; only in the world:%s; only in the model:%s", roots_.size(),
+             m_.roots.size(), a.c_str(), b.c_str());
+    }
     for (size_t i = 0; i < roots_.size(); ++i) {
         if (!ptr2id_.count(roots_[i]))
             fail("root %zu (the model's %s) is %p, which cyclegc freed or never made", i,
@@ -1517,6 +1557,7 @@ RunStats Driver::run() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > opt_.seconds)
             break;
         full_collection_in_op_ = false;
+        m_.epoch = op_index_;
         step();
         end_op();
         check_roots();

@@ -185,6 +185,7 @@ void Model::untrack(uint64_t id) {
 void Model::push_root(uint64_t id) {
     incref(id);
     roots.push_back(id);
+    root_epochs.push_back(epoch);
 }
 
 void Model::hold(uint64_t id) {
@@ -202,12 +203,22 @@ void Model::drop_root(size_t index) {
     uint64_t id = roots.at(index);
     roots[index] = roots.back();
     roots.pop_back();
+    root_epochs[index] = root_epochs.back();
+    root_epochs.pop_back();
     xdecref(id);
 }
 
 void Model::canonicalize_roots() {
-    roots.erase(std::remove(roots.begin(), roots.end(), uint64_t(0)), roots.end());
-    if (roots_dirty) std::sort(roots.begin(), roots.end());
+    std::vector<std::pair<uint64_t, uint64_t>> entries;  // id, epoch
+    for (size_t i = 0; i < roots.size(); ++i)
+        if (roots[i]) entries.emplace_back(roots[i], root_epochs[i]);
+    if (roots_dirty) std::sort(entries.begin(), entries.end());
+    roots.clear();
+    root_epochs.clear();
+    for (auto &[id, e] : entries) {
+        roots.push_back(id);
+        root_epochs.push_back(e);
+    }
     roots_dirty = false;
 }
 
@@ -418,6 +429,7 @@ void Model::run_finalizer(uint64_t id, bool in_collection) {
         alloc_weakref(w, id, true, CbAction::None);
         temps.pop_back();
         roots.push_back(w);  // takes over the new reference
+        root_epochs.push_back(epoch);
         roots_dirty = true;
         break;
     }
@@ -436,11 +448,13 @@ void Model::run_callback(uint64_t w, bool in_collection) {
     case CbAction::CallCollect:
     case CbAction::Count: break;
     case CbAction::DropSelf: {
-        auto found = std::find(roots.begin(), roots.end(), w);
-        if (found != roots.end()) {
-            *found = 0;
+        // One reference to it that existed before this operation (see the driver).
+        for (size_t i = 0; i < roots.size(); ++i) {
+            if (roots[i] != w || root_epochs[i] >= epoch) continue;
+            roots[i] = 0;
             roots_dirty = true;
             decref(w);
+            break;
         }
         break;
     }

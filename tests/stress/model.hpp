@@ -204,6 +204,8 @@ class Model {
     // External references: the roots (a multiset; the driver keeps both
     // sides in the same order) and the operation's temporaries.
     std::vector<uint64_t> roots;  // 0: a dropped entry, compacted after the operation
+    std::vector<uint64_t> root_epochs;  // the operation that added each root
+    uint64_t epoch = 0;                 // the current operation
     std::vector<uint64_t> temps;
     bool roots_dirty = false;     // user code added or dropped roots: sort after the operation
     void push_root(uint64_t id);  // a new reference
