@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
             std::printf("seed %" PRIu64 ": %" PRIu64 " operations, %" PRIu64 " objects, at most %" PRIu64
                         " alive, %" PRIu64 " full checks: passed\n",
                         s, r.ops, r.objects_created, r.max_live, r.full_checks);
+        std::fflush(stdout);
         if (!record.empty()) {
             std::ofstream out(record, std::ios::binary);
             out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

@@ -607,16 +607,16 @@ Prediction Model::collect(int generation) {
     // A member whose finalizer can run from its dealloc (when another
     // finalizer drops the last reference to it) instead of from the
     // collector: which comes first depends on the collector's order. If it
-    // resurrects, from the collector it survives into the older generation,
-    // from a default or C++ dealloc it is re-tracked in generation 0. Both
-    // are right; the driver tells which happened (generation_of).
+    // resurrects, from the collector it survives into the older generation;
+    // from a default or C++ dealloc it is re-tracked in generation 0, and so
+    // is it from a static type's dealloc that the trashcan deferred (tracked
+    // again before the dealloc runs). All are right; the driver tells which
+    // happened (generation_of).
     finalizing_ = true;
     ambiguous_.clear();
     for (uint64_t id : unreachable) {
         const Node &n = node(id);
-        if (n.alive && n.in_set && info(n.kind).finalizer && !n.finalized &&
-            info(n.kind).dealloc == DeallocStyle::Retrack)
-            ambiguous_.push_back(id);
+        if (n.alive && n.in_set && info(n.kind).finalizer && !n.finalized) ambiguous_.push_back(id);
     }
     for (uint64_t id : unreachable) {
         Node &n = node(id);
