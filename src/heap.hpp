@@ -202,6 +202,31 @@ void untrack_slow(cgc_object *op);
 
 // Tracking (object.cpp): the heap of the object's page keeps the lists.
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
+
+// The common case of tracking: not tracked yet, no collection running, room
+// in generation 0's array. False: take the slow path (which reports misuse).
+inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
+    Heap &heap = *page->heap;
+    ObjectArray &young = heap.young[0];
+    if ((meta.flags & kTracked) || heap.phase != Phase::idle || young.size() == young.capacity()) return false;
+    meta.flags = static_cast<uint8_t>((meta.flags & ~(kCollecting | kReachable)) | kTracked);
+    meta.generation = 0;
+    meta.word = static_cast<uint32_t>(young.size());
+    young.push_back(op);
+    return true;
+}
+
+// The common case of untracking a tracked object: the newest young object
+// (an object that dies soon after it was made), no collection running.
+inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
+    ObjectArray &young = heap.young[0];
+    if (heap.phase != Phase::idle || meta.generation != 0 || meta.word + 1 != young.size() ||
+        young.back() != op || (meta.flags & (kCollecting | kUncollectable)))
+        return false;
+    young.pop_back();
+    meta.flags = static_cast<uint8_t>(meta.flags & ~kTracked);
+    return true;
+}
 // Puts a tracked object in generation `generation` (its lists).
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation);
 // Removes a tracked object from the young list or the unreachable list.

@@ -89,7 +89,7 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
     return allocate_object(type, nitems, function);
 }
 
-void destroy(cgc_object *op) {
+[[gnu::always_inline]] inline void destroy(cgc_object *op) {
     // Weak references die with their referent and call back before its
     // destructor runs; but if a finalizer is still to run (inside
     // tp_dealloc), it may resurrect the object, so they wait for it
@@ -369,33 +369,28 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
 void cgc_gc_del(void *memory) {
     if (!memory) return;
     auto *op = static_cast<cgc_object *>(memory);
-    GcMeta &meta = meta_of(op);
-    // Weak references die with their referent: here, after its finalizer
-    // (which may have resurrected it, in which case we are not here) and its
-    // destructor, as CPython's dealloc clears them; callbacks see them dead.
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
-    Heap &heap = heap_of(op);
-    if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
+    Page *page = page_of(op);
+    uint32_t index = page->index_of(op);  // (the object lies within its slot)
+    GcMeta &meta = page->meta[index];
+    if (meta.flags & (kHasWeakrefs | kTracked)) {
+        // Weak references die with their referent: here, after its finalizer
+        // (which may have resurrected it, in which case we are not here) and
+        // its destructor, as CPython's dealloc clears them; callbacks see
+        // them dead.
+        if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
+        if (meta.flags & kTracked) remove_from_lists(*page->heap, op, meta);  // CPython warns in debug builds
+    }
+    Heap &heap = *page->heap;
     Generation &young = heap.generations[0];
     if (young.count > 0) young.count--;
-    heap.space.release(reinterpret_cast<char *>(op) - meta.object_offset);
+    heap.space.release_at(page, index);
 }
 
 void cgc_gc_track(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
     if (op && (op->ob_type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !op->ob_type->tp_is_gc) {
-        // The common case: not tracked, no collection running, room in the
-        // young array.
-        GcMeta &meta = meta_of(op);
-        Heap &heap = heap_of(op);
-        auto &young = heap.young[0];
-        if (!(meta.flags & kTracked) && heap.phase == Phase::idle && young.size() < young.capacity()) {
-            meta.flags = static_cast<uint8_t>((meta.flags & ~(kCollecting | kReachable)) | kTracked);
-            meta.generation = 0;
-            meta.word = static_cast<uint32_t>(young.size());
-            young.push_back(op);
-            return;
-        }
+        Page *page = page_of(op);
+        if (track_fast(page, page->meta[page->index_of(op)], op)) return;
     }
     track_slow(op);
 }
@@ -441,17 +436,10 @@ void cgc_gc_untrack(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
     if (!op) return;
     if ((op->ob_type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !op->ob_type->tp_is_gc) {
-        // The common case: the newest young object, no collection running.
-        GcMeta &meta = meta_of(op);
+        Page *page = page_of(op);
+        GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
-        Heap &heap = heap_of(op);
-        auto &young = heap.young[0];
-        if (heap.phase == Phase::idle && meta.generation == 0 && meta.word + 1 == young.size() &&
-            young.back() == op && !(meta.flags & (kCollecting | kUncollectable))) {
-            young.pop_back();
-            meta.flags = static_cast<uint8_t>(meta.flags & ~kTracked);
-            return;
-        }
+        if (untrack_newest(*page->heap, meta, op)) return;
     }
     untrack_slow(op);
 }
@@ -484,8 +472,12 @@ namespace cyclegc::internal {
 extern "C" {
 
 int cgc_gc_untrack_dying(cgc_object *op) {
-    cgc_gc_untrack(op);
-    return heap_of(op).collecting();
+    // Only C++ objects come here: GC type, no tp_is_gc.
+    Page *page = page_of(op);
+    GcMeta &meta = page->meta[page->index_of(op)];
+    Heap &heap = *page->heap;
+    if ((meta.flags & kTracked) && !untrack_newest(heap, meta, op)) untrack_slow(op);
+    return heap.collecting();
 }
 
 int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }
@@ -509,8 +501,10 @@ void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
 }
 
 void cgc_gc_raw_bind(void *memory, cgc_object *op, int track) {
-    meta_of(op).object_offset = static_cast<uint8_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
-    if (track) cgc_gc_track(op);
+    Page *page = page_of(memory);
+    GcMeta &meta = page->meta[page->index_of(memory)];
+    meta.object_offset = static_cast<uint8_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
+    if (track && !track_fast(page, meta, op)) track_slow(op);
 }
 
 cgc_gc_head *cgc_gc_head_of(cgc_object *op) {
@@ -533,11 +527,12 @@ cgc_object *cgc_object_of_gc_head(cgc_gc_head *head) {
 void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Page *page = page_of(memory);
-    GcMeta &meta = page->meta[page->index_of(memory)];
-    if (!(meta.flags & (kHasWeakrefs | kTracked))) {  // the common case
-        Generation &young = page->heap->generations[0];
+    uint32_t index = page->index_of(memory);
+    if (!(page->meta[index].flags & (kHasWeakrefs | kTracked))) {  // the common case
+        Heap &heap = *page->heap;
+        Generation &young = heap.generations[0];
         if (young.count > 0) young.count--;
-        page->heap->space.release(memory);
+        heap.space.release_at(page, index);
         return;
     }
     raw_free_slow(memory);

@@ -121,7 +121,10 @@ class PageSpace {
     }
     void release(void *slot) {
         Page *page = page_of(slot);
-        uint32_t index = page->index_of(slot);
+        release_at(page, page->index_of(slot));
+    }
+    // release() for a caller that knows the slot's page and index.
+    void release_at(Page *page, uint32_t index) {
         // The common case: the page stays (it keeps other objects, or it is
         // its class's only page with room, which is kept even when empty).
         if (page->in_partial_list && (page->used > 1 || (!page->next_partial && !page->prev_partial))) {
@@ -130,7 +133,7 @@ class PageSpace {
             --page->used;
             return;
         }
-        release_slow(page, slot);
+        release_slow(page, page->slot(index));
     }
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
