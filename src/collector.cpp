@@ -103,6 +103,7 @@ void filter_begin(Heap &heap) {
         if (!filter.bits) return;
     }
     filter.active = true;
+    filter.last_page = SIZE_MAX;
     t_filter = &filter;
 }
 
@@ -110,6 +111,8 @@ void filter_add(Heap &heap, const void *op) {
     PageFilter &filter = heap.candidate_pages;
     if (!filter.active) return;
     size_t page = arena_page_index(op);
+    if (page == filter.last_page) return;  // (consecutive candidates often share a page)
+    filter.last_page = page;
     uint64_t &word = filter.bits[page / 64];
     uint64_t bit = uint64_t(1) << (page % 64);
     if (word & bit) return;
@@ -164,11 +167,13 @@ class YoungCandidates {
     ObjectArray list_;
 };
 
-// Step 1a (and 3). Returns the number of candidates.
+// Step 1a (and 3); also adds each candidate's page to the filter (started
+// by the caller). Returns the number of candidates.
 template <typename Set>
-cgc_ssize_t init_refs(Set &set) {
+cgc_ssize_t init_refs(Heap &heap, Set &set) {
     cgc_ssize_t count = 0;
     set.for_each([&](cgc_object *op, GcMeta &meta) {
+        filter_add(heap, op);
         cgc_ssize_t refcnt = op->ob_refcnt;
         uint32_t refs;
         if (refcnt <= 0) {
@@ -459,8 +464,7 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     heap.phase = Phase::finding_unreachable;
     Found found;
     filter_begin(heap);
-    set.for_each([&](cgc_object *op, GcMeta &) { filter_add(heap, op); });
-    found.candidates = init_refs(set);
+    found.candidates = init_refs(heap, set);
     subtract_internal_refs(set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
@@ -537,8 +541,7 @@ void keep_resurrected(Heap &heap, int older) {
     UnreachableSet set{heap.unreachable};
     heap.phase = Phase::finding_unreachable;
     filter_begin(heap);
-    set.for_each([&](cgc_object *op, GcMeta &) { filter_add(heap, op); });
-    init_refs(set);
+    init_refs(heap, set);
     subtract_internal_refs(set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);

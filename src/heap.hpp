@@ -39,6 +39,7 @@ struct PageFilter {
     uint64_t *bits = nullptr;  // arena pages / 64 words, allocated on first use
     std::vector<uint32_t> touched;  // words to clear afterwards
     bool active = false;  // false: every GC object may be a candidate
+    size_t last_page = SIZE_MAX;  // the page filter_add saw last
 
     ~PageFilter() { std::free(bits); }
 };
@@ -161,8 +162,9 @@ inline void note_internal_allocation(Heap &heap) {
 // push_back that counts the allocation it may make (and may fail by
 // injection as well as for real).
 template <typename Vector, typename Value>
-void push_counted(Heap &heap, Vector &vector, Value value) {
-    if (vector.size() == vector.capacity()) note_internal_allocation(heap);
+[[gnu::always_inline]] inline void push_counted(Heap &heap, Vector &vector, Value value) {
+    if (vector.size() == vector.capacity()) [[unlikely]]
+        note_internal_allocation(heap);
     vector.push_back(value);
 }
 
@@ -225,6 +227,17 @@ inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
         return false;
     young.pop_back();
     meta.flags = static_cast<uint8_t>(meta.flags & ~kTracked);
+    return true;
+}
+
+// The common case of untracking while a collection clears its garbage: a
+// member of the unreachable set freed by the clearing leaves a NULL.
+inline bool untrack_unreachable(Heap &heap, GcMeta &meta, cgc_object *op) {
+    if (heap.phase != Phase::clearing || !(meta.flags & kCollecting) || meta.word >= heap.unreachable.size() ||
+        heap.unreachable[meta.word] != op)
+        return false;
+    heap.unreachable[meta.word] = nullptr;
+    meta.flags = static_cast<uint8_t>(meta.flags & ~(kTracked | kCollecting | kReachable | kUncollectable));
     return true;
 }
 // Puts a tracked object in generation `generation` (its lists).

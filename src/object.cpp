@@ -439,7 +439,7 @@ void cgc_gc_untrack(void *memory) {
         Page *page = page_of(op);
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
-        if (untrack_newest(*page->heap, meta, op)) return;
+        if (untrack_newest(*page->heap, meta, op) || untrack_unreachable(*page->heap, meta, op)) return;
     }
     untrack_slow(op);
 }

@@ -105,6 +105,10 @@ bool is_weakref(cgc_object *op) {
 }
 
 cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable, bool *ran) {
+    *ran = false;
+    // No weak reference is attached to anything: nothing to clear (a weak
+    // reference object whose referent died is detached already).
+    if (heap.weakref_lists.empty()) return 0;
     std::vector<WeakRef *> queue;
     for (cgc_object *op : unreachable) {
         if (!op) continue;
@@ -119,6 +123,7 @@ cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreach
 }
 
 void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable) {
+    if (heap.weakref_lists.empty()) return;  // (see handle_weakrefs)
     std::vector<WeakRef *> none;
     for (cgc_object *op : unreachable) {
         if (!op) continue;
