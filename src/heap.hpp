@@ -230,16 +230,6 @@ inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     return true;
 }
 
-// The common case of untracking while a collection clears its garbage: a
-// member of the unreachable set freed by the clearing leaves a NULL.
-inline bool untrack_unreachable(Heap &heap, GcMeta &meta, cgc_object *op) {
-    if (heap.phase != Phase::clearing || !(meta.flags & kCollecting) || meta.word >= heap.unreachable.size() ||
-        heap.unreachable[meta.word] != op)
-        return false;
-    heap.unreachable[meta.word] = nullptr;
-    meta.flags = static_cast<uint8_t>(meta.flags & ~(kTracked | kCollecting | kReachable | kUncollectable));
-    return true;
-}
 // Puts a tracked object in generation `generation` (its lists).
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation);
 // Removes a tracked object from the young list or the unreachable list.

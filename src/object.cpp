@@ -439,7 +439,12 @@ void cgc_gc_untrack(void *memory) {
         Page *page = page_of(op);
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
-        if (untrack_newest(*page->heap, meta, op) || untrack_unreachable(*page->heap, meta, op)) return;
+        Heap &heap = *page->heap;
+        if (untrack_newest(heap, meta, op)) return;
+        if (heap.phase != Phase::finding_unreachable) {  // (else misuse: reported by the slow path)
+            remove_from_lists(heap, op, meta);
+            return;
+        }
     }
     untrack_slow(op);
 }
