@@ -50,7 +50,7 @@ TEST_F(HostileClear, ClearThatDoesNothingKeepsTheCycleInTheOlderGeneration) {
     EXPECT_EQ(cgc_collect(2), 4);
     EXPECT_FALSE(alive(3) || alive(4));
     EXPECT_TRUE(take_errors().empty());
-    drop_slots(a);  // the program breaks the first cycle itself
+    break_cycle_at(a);  // the program breaks the first cycle itself
     EXPECT_FALSE(alive(1) || alive(2));
 }
 
@@ -181,7 +181,7 @@ TEST_F(HostileClear, ClearThatUntracksOtherGarbageTakesItOutOfTheCollection) {
     // Cleared only if the collector reached it before A untracked it.
     EXPECT_LE(cleared_b, 1);
     EXPECT_EQ(cgc_test::generation_of(a), 2);
-    drop_slots(a);
+    break_cycle_at(a);
     EXPECT_FALSE(alive(1) || alive(2));
 }
 

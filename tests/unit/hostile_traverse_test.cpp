@@ -52,7 +52,7 @@ TEST_F(HostileTraverse, MissingReferenceKeepsTheCycleAliveAndNeverFreesIt) {
     EXPECT_EQ(cgc_collect(0), 0);
     EXPECT_TRUE(alive(1) && alive(2));
     // The program breaks the cycle itself: reference counting frees both.
-    drop_slots(a);
+    break_cycle_at(a);
     EXPECT_FALSE(alive(1) || alive(2));
     (void)b;
 }
@@ -170,7 +170,7 @@ TEST_F(HostileTraverse, ErrorReturnedByTraverseIsIgnoredAndUnvisitedReferencesAr
     EXPECT_EQ(cgc_collect(2), 0);
     EXPECT_TRUE(alive(3));
     EXPECT_TRUE(take_errors().empty());
-    drop_slots(c);
+    break_cycle_at(c);
     EXPECT_FALSE(alive(3));
     (void)a;
     (void)b;
