@@ -17,10 +17,19 @@ namespace {
 // but page-table entries for what is used.
 constexpr size_t kReservation = size_t(64) << 30;
 
+// Empty single pages are kept for reuse, up to this many bytes, without
+// giving their memory back: handing such a page out again costs a memset
+// (about 2 us for 64 KiB) instead of a madvise call now and 16 page faults
+// at its next use (measured: a refcount cascade freeing 1M objects, 190 ->
+// 148 ns per churn rewrite on ring-1m; building into reused pages 2x faster).
+// Beyond it, pages go back to the system at once.
+constexpr size_t kMaxRetainedBytes = size_t(32) << 20;
+
 struct ArenaState {
     std::mutex mutex;
     uintptr_t next = 0;                         // never-used space starts here
-    std::vector<void *> free_pages;             // released single pages
+    std::vector<void *> retained_pages;         // released single pages, memory kept (dirty)
+    std::vector<void *> free_pages;             // released single pages, memory given back (zero)
     std::multimap<size_t, void *> free_regions;  // released larger regions, by size
 };
 
@@ -51,13 +60,21 @@ Arena::Arena() {
     state().next = aligned;
 }
 
-void *Arena::allocate(size_t bytes) {
+void *Arena::allocate(size_t bytes, bool &dirty) {
+    dirty = false;
     if (!reserved()) {
         void *memory = nullptr;
+        dirty = true;
         return posix_memalign(&memory, kPageSize, bytes) == 0 ? memory : nullptr;
     }
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (bytes == kPageSize && !s.retained_pages.empty()) {
+        void *page = s.retained_pages.back();
+        s.retained_pages.pop_back();
+        dirty = true;
+        return page;
+    }
     if (bytes == kPageSize && !s.free_pages.empty()) {
         void *page = s.free_pages.back();
         s.free_pages.pop_back();
@@ -82,10 +99,18 @@ void Arena::release(void *region, size_t bytes) {
         std::free(region);
         return;
     }
-    // Give the memory back to the system; keep the addresses for reuse.
-    madvise(region, bytes, MADV_DONTNEED);
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (bytes == kPageSize && (s.retained_pages.size() + 1) * kPageSize <= kMaxRetainedBytes) {
+        try {
+            s.retained_pages.push_back(region);
+            return;
+        } catch (...) {
+            // No room to remember it: give it back below.
+        }
+    }
+    // Give the memory back to the system; keep the addresses for reuse.
+    madvise(region, bytes, MADV_DONTNEED);
     try {
         if (bytes == kPageSize)
             s.free_pages.push_back(region);
@@ -94,6 +119,25 @@ void Arena::release(void *region, size_t bytes) {
     } catch (...) {
         // Losing track of a region leaks address space, not memory.
     }
+}
+
+size_t Arena::release_retained() {
+    if (!reserved()) return 0;
+    ArenaState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    size_t released = 0;
+    while (!s.retained_pages.empty()) {
+        void *page = s.retained_pages.back();
+        madvise(page, kPageSize, MADV_DONTNEED);
+        try {
+            s.free_pages.push_back(page);
+        } catch (...) {
+            // Losing track of a page leaks address space, not memory.
+        }
+        s.retained_pages.pop_back();
+        released += kPageSize;
+    }
+    return released;
 }
 
 }  // namespace cyclegc::internal

@@ -18,8 +18,13 @@ class Arena {
 
     // `bytes` (a multiple of the page size) aligned to the page size, or
     // nullptr. Thread-safe: heaps on different threads share the arena.
-    void *allocate(size_t bytes);
+    // `dirty` says whether the memory may hold old data (else it is zero).
+    void *allocate(size_t bytes, bool &dirty);
+    // Single pages are kept (memory and all) for reuse up to a bound; the
+    // rest is given back to the system.
     void release(void *region, size_t bytes);
+    // Gives the memory of the kept pages back; returns how many bytes.
+    size_t release_retained();
 
     bool reserved() const { return base_ != 0; }
     const void *base() const { return reinterpret_cast<const void *>(base_); }

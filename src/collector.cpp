@@ -76,7 +76,9 @@ void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
 // Whether `op` is a GC object (has a GcMeta): one compare when the arena is
 // reserved, instead of reading the object's type (a cache miss).
 inline bool is_gc_object(cgc_object *op) {
-    return g_arena->reserved() ? g_arena->contains(op) : has_gc_head(op);
+    // (A hostile tp_traverse may visit NULL: the arena test rejects it; the
+    // fallback must not read its type.)
+    return g_arena->reserved() ? g_arena->contains(op) : op && has_gc_head(op);
 }
 
 // ---- The candidate-page filter (see PageFilter) ---------------------------

@@ -1,5 +1,6 @@
 // Heaps, the current heap of each thread, error reporting, and the
 // collector's settings (enable, thresholds, statistics).
+#include "arena.hpp"
 #include "heap.hpp"
 
 #include <cstdio>
@@ -204,6 +205,8 @@ uint64_t cgc_debug_fail_allocations(uint64_t nth) {
 }
 
 void cgc_initialize(void) { (void)current_heap(); }
+
+size_t cgc_release_free_memory(void) { return Arena::instance().release_retained(); }
 
 int cgc_finalize(void) {
     Heap &heap = current_heap();

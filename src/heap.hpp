@@ -200,6 +200,8 @@ void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to);
 
 bool free_gc_pointer(void *memory);
 void track_slow(cgc_object *op);
+// cgc_gc_raw_free of a tracked object or one with weak references.
+void raw_free_slow(void *memory);
 void untrack_slow(cgc_object *op);
 
 // Tracking (object.cpp): the heap of the object's page keeps the lists.

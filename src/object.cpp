@@ -114,6 +114,35 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
     (dealloc ? dealloc : cgc_default_dealloc)(op);
 }
 
+// A C++ object (its type has tp_cxx_destroy and no finalizer) at count 0:
+// what cyclegc::detail::cxx_type<T>::dealloc does, in one call and with one
+// slot-index computation. Anything unusual takes the general path.
+[[gnu::always_inline]] inline void release_cxx(cgc_object *op, cgc_destructor destroy_cxx) {
+    Page *page = page_of(op);
+    uint32_t index = page->index_of(op);
+    GcMeta &meta = page->meta[index];
+    Heap &heap = *page->heap;
+    if ((meta.flags & (kHeld | kHasWeakrefs)) || heap.phase == Phase::finding_unreachable) {
+        destroy(op);
+        return;
+    }
+    bool collecting = heap.collecting();
+    if ((meta.flags & kTracked) && !untrack_newest(heap, meta, op)) remove_from_lists(heap, op, meta);
+    // During a collection, every destructor in a collected cycle sees its
+    // traced references cleared (docs/cpp.md).
+    if (collecting) {
+        if (cgc_inquiry clear = op->ob_type->tp_clear) clear(op);
+    }
+    destroy_cxx(op);
+    if (meta.flags & (kHasWeakrefs | kTracked)) {  // the destructor made some, or tracked it
+        raw_free_slow(page->slot(index));
+        return;
+    }
+    Generation &young = heap.generations[0];
+    if (young.count > 0) young.count--;
+    heap.space.release_at(page, index);
+}
+
 // Defers a deallocation to the outermost one. The object's count is 0, so
 // its ob_refcnt field is free to hold the link; untracking it keeps a
 // collection that starts meanwhile from seeing it (its tp_dealloc untracks
@@ -277,7 +306,10 @@ void cgc_dealloc(cgc_object *op) {
     Heap *heap = t_current_heap;
     if (op->ob_refcnt == 0 && heap && heap->dealloc_depth < kMaxDeallocDepth) {
         ++heap->dealloc_depth;
-        destroy(op);
+        if (cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy)
+            release_cxx(op, destroy_cxx);
+        else
+            destroy(op);
         if (--heap->dealloc_depth == 0 && heap->deferred_deallocs) run_deferred_deallocs(*heap);
         return;
     }

@@ -19,6 +19,13 @@ constexpr size_t kSmallClasses = 512 / kGranule;  // 32
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+// Before a page goes back to the arena: its free slots may be poisoned
+// (poison.hpp). The arena keeps its pages, and new_page() unpoisons one
+// before reuse; the fallback hands them to free(): unpoisoned first.
+void unpoison_before_release(void *region, size_t bytes) {
+    if (!Arena::instance().reserved()) unpoison_slot(region, bytes);
+}
+
 }  // namespace
 
 int PageSpace::class_of(size_t size) {
@@ -34,7 +41,10 @@ size_t PageSpace::class_size(int size_class) {
 }
 
 PageSpace::~PageSpace() {
-    for (Page *page : pages_) Arena::instance().release(page, page->region_size);
+    for (Page *page : pages_) {
+        if constexpr (kPoisonSlots) unpoison_before_release(page, page->region_size);
+        Arena::instance().release(page, page->region_size);
+    }
 }
 
 Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, size_t region_size) {
@@ -50,17 +60,20 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     } catch (const std::bad_alloc &) {
         return nullptr;  // injected failure
     }
-    void *memory = Arena::instance().allocate(region_size);
+    bool dirty = false;
+    void *memory = Arena::instance().allocate(region_size, dirty);
     if (!memory) return nullptr;
+    // A reused page may hold poisoned slots of its last use.
+    unpoison_zeroed(memory, region_size);
     try {
         pages_.push_back(static_cast<Page *>(memory));
     } catch (...) {
         Arena::instance().release(memory, region_size);
         return nullptr;
     }
-    // Fresh arena memory is zero; reused memory was given back with
-    // MADV_DONTNEED and reads as zero too. Only the fallback needs clearing.
-    if (!Arena::instance().reserved()) std::memset(memory, 0, region_size);
+    // Fresh arena memory is zero, and so is memory given back with
+    // MADV_DONTNEED; a kept page and the fallback's memory need clearing.
+    if (dirty) std::memset(memory, 0, region_size);
     auto *page = static_cast<Page *>(memory);
     page->heap = &heap;
     page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
@@ -72,6 +85,9 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     page->index_in_heap = static_cast<uint32_t>(pages_.size() - 1);
     page_bytes_ += region_size;
     if (size_class != kLargeClass) link_partial(page);
+    // Slots are unpoisoned as they are handed out (the rest of the region too:
+    // padding after the last slot, or after a large object).
+    poison_region(page->slots, region_size - static_cast<size_t>(page->slots - static_cast<char *>(memory)));
     return page;
 }
 
@@ -82,6 +98,7 @@ void PageSpace::free_page(Page *page) {
     last->index_in_heap = page->index_in_heap;
     pages_.pop_back();
     page_bytes_ -= page->region_size;
+    if constexpr (kPoisonSlots) unpoison_before_release(page, page->region_size);
     Arena::instance().release(page, page->region_size);
 }
 
@@ -128,9 +145,11 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
     page->bump = 1;
     page->used = 1;
     page->meta[0] = GcMeta{0, kAllocated, 0, 0, 0};
+    unpoison_zeroed(page->slot(0), page->slot_size);
     return page->slot(0);
 }
 
+// (release_at() has poisoned the slot.)
 void PageSpace::release_slow(Page *page, void *slot) {
     uint32_t index = page->index_of(slot);
     if (page->size_class == kLargeClass) {

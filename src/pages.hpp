@@ -20,6 +20,8 @@
 // slot (after a vtable pointer): GcMeta::object_offset records where.
 #pragma once
 
+#include "poison.hpp"
+
 #include <cyclegc/cyclegc.h>
 
 #include <cstddef>
@@ -68,7 +70,8 @@ struct Page {
     // Freed slots: index + 1 of the first (0: none), each freed slot's GcMeta
     // word holding the next. The slot's own memory is left alone, so a stray
     // Py_DECREF of a freed object finds its count at 0 and is reported
-    // (a count below zero) instead of corrupting a free-list link.
+    // (a count below zero) instead of corrupting a free-list link. (Under
+    // ASan or memcheck, the rest of a freed slot is poisoned: poison.hpp.)
     uint32_t free_head;
     uint32_t used;
     uint32_t size_class;  // kLargeClass for a large page
@@ -125,6 +128,9 @@ class PageSpace {
     }
     // release() for a caller that knows the slot's page and index.
     void release_at(Page *page, uint32_t index) {
+        // (Before the GcMeta, and its object offset, is overwritten.)
+        if constexpr (kPoisonSlots)
+            poison_free_slot(page->slot(index), page->slot_size, page->meta[index].object_offset);
         // The common case: the page stays (it keeps other objects, or it is
         // its class's only page with room, which is kept even when empty).
         if (page->in_partial_list && (page->used > 1 || (!page->next_partial && !page->prev_partial))) {
@@ -172,10 +178,12 @@ class PageSpace {
             // Reused: zero it (a fresh slot is zero since the page was made).
             auto *bytes = static_cast<char *>(slot);
             uint32_t size = page->slot_size;
+            unpoison_slot(bytes, size);
             for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(bytes + i, 0, kGranule);
         } else {
             index = page->bump++;
             slot = page->slot(index);
+            unpoison_zeroed(slot, page->slot_size);
         }
         if (++page->used == page->slot_count) unlink_partial(page);
         page->meta[index] = GcMeta{0, kAllocated, 0, 0, 0};

@@ -16,21 +16,32 @@ struct SharedNode {
     std::shared_ptr<SharedNode> next;
 };
 
-// make + release: allocate, construct, (track,) destroy, free.
-void cpp_make_release_cyclegc(benchmark::State &state) {
+// A leaf: no references, so no trace member, never tracked.
+struct Leaf : cyclegc::object {
+    long value = 0;
+};
+struct SharedLeaf {
+    long value = 0;
+};
+
+// make + release: allocate, construct, (track,) destroy, free. `make`
+// returns the owning pointer (cyclegc::ref or std::shared_ptr).
+template <class Make>
+void make_release(benchmark::State &state, Make make) {
     for (auto _ : state) {
-        cyclegc::ref<Node> r = cyclegc::make<Node>();
+        auto r = make();
         benchmark::DoNotOptimize(r.get());
     }
     state.SetItemsProcessed(state.iterations());
 }
 
+void cpp_make_release_cyclegc(benchmark::State &state) { make_release(state, [] { return cyclegc::make<Node>(); }); }
 void cpp_make_release_shared(benchmark::State &state) {
-    for (auto _ : state) {
-        std::shared_ptr<SharedNode> r = std::make_shared<SharedNode>();
-        benchmark::DoNotOptimize(r.get());
-    }
-    state.SetItemsProcessed(state.iterations());
+    make_release(state, [] { return std::make_shared<SharedNode>(); });
+}
+void cpp_make_release_leaf_cyclegc(benchmark::State &state) { make_release(state, [] { return cyclegc::make<Leaf>(); }); }
+void cpp_make_release_leaf_shared(benchmark::State &state) {
+    make_release(state, [] { return std::make_shared<SharedLeaf>(); });
 }
 
 // Copy a reference and drop the copy: an increment and a decrement
@@ -60,5 +71,7 @@ void cpp_copy_shared(benchmark::State &state) {
 
 BENCHMARK(cpp_make_release_cyclegc)->Name("cpp_make_release/cyclegc::make");
 BENCHMARK(cpp_make_release_shared)->Name("cpp_make_release/std::make_shared");
+BENCHMARK(cpp_make_release_leaf_cyclegc)->Name("cpp_make_release_leaf/cyclegc::make");
+BENCHMARK(cpp_make_release_leaf_shared)->Name("cpp_make_release_leaf/std::make_shared");
 BENCHMARK(cpp_copy_ref)->Name("cpp_copy/cyclegc::ref");
 BENCHMARK(cpp_copy_shared)->Name("cpp_copy/std::shared_ptr");

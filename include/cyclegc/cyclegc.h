@@ -139,6 +139,11 @@ struct cgc_type {
     cgc_destructor tp_finalize;
     cgc_vectorcallfunc tp_vectorcall;
     unsigned char tp_watched;
+    /* cyclegc's own slot (not in CPython): runs only the C++ destructor of
+     * the object whose C part is `self`. Set by the C++ API for its types
+     * (without tp_finalize); the library then untracks, clears during a
+     * collection, destroys and frees in one call. NULL for C types. */
+    cgc_destructor tp_cxx_destroy;
 };
 
 /* The type of type objects, and the root base type ("object"). */
@@ -450,6 +455,11 @@ CGC_API cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, vo
  * so far. */
 #define CGC_HAVE_DEBUG_FAIL_ALLOCATIONS 1
 CGC_API uint64_t cgc_debug_fail_allocations(uint64_t nth);
+
+/* Memory: empty GC pages are kept for reuse (up to 32 MiB in the process)
+ * instead of being given back to the system at once; this gives their
+ * memory back now. Returns the number of bytes given back. */
+CGC_API size_t cgc_release_free_memory(void);
 
 /* Process-level setup (optional). Finalize runs final full collections. */
 CGC_API void cgc_initialize(void);

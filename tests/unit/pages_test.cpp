@@ -48,6 +48,54 @@ TEST(PagesTest, AllocationsAreZeroedAlignedAndDistinct) {
     heap.space.release(again);
 }
 
+// An emptied page is kept by the arena for reuse (memory and all, so it
+// still holds its old bytes): handed out again, for another size class, it
+// must read as zero, header, metadata and slots.
+TEST(PagesTest, KeptPagesComeBackZeroed) {
+    if (!Arena::instance().reserved()) GTEST_SKIP() << "no arena (CYCLEGC_NO_ARENA): pages come from malloc";
+    cgc_release_free_memory();
+    std::set<void *> emptied;
+    {
+        Heap heap;
+        std::vector<unsigned char *> slots;
+        for (int i = 0; i < 20000; ++i) {
+            auto *p = static_cast<unsigned char *>(heap.space.allocate(heap, 64));
+            std::fill(p, p + 64, 0xCD);
+            slots.push_back(p);
+        }
+        for (unsigned char *p : slots) emptied.insert(page_of(p));
+        for (unsigned char *p : slots) heap.space.release(p);
+    }
+    Heap heap;
+    std::vector<unsigned char *> slots;
+    size_t reused = 0;
+    for (int i = 0; i < 20000; ++i) {
+        auto *p = static_cast<unsigned char *>(heap.space.allocate(heap, 96));
+        ASSERT_NE(p, nullptr);
+        for (int b = 0; b < 96; ++b) ASSERT_EQ(p[b], 0) << "object " << i << " byte " << b;
+        reused += emptied.count(page_of(p));
+        slots.push_back(p);
+    }
+    EXPECT_GT(reused, 0u) << "no kept page was reused: the test proves nothing";
+    for (unsigned char *p : slots) heap.space.release(p);
+}
+
+TEST(PagesTest, KeptPagesAreGivenBackOnRequest) {
+    if (!Arena::instance().reserved()) GTEST_SKIP() << "no arena (CYCLEGC_NO_ARENA): nothing is kept";
+    cgc_release_free_memory();
+    {
+        Heap heap;
+        std::vector<void *> slots;
+        for (int i = 0; i < 20000; ++i) slots.push_back(heap.space.allocate(heap, 64));
+        for (void *p : slots) heap.space.release(p);
+    }
+    size_t released = cgc_release_free_memory();
+    EXPECT_GE(released, 10 * kPageSize);  // 20,000 x 64 bytes: about 20 pages emptied
+    EXPECT_LE(released, size_t(32) << 20);  // the bound on what is kept
+    EXPECT_EQ(released % kPageSize, 0u);
+    EXPECT_EQ(cgc_release_free_memory(), 0u);
+}
+
 TEST(PagesTest, EmptyPagesAreReturned) {
     Heap heap;
     std::vector<void *> slots;

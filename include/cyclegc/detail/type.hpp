@@ -88,6 +88,9 @@ struct cxx_type {
         self->~T();
         cgc_gc_raw_free(static_cast<void *>(self));
     }
+    // tp_cxx_destroy: the library has untracked the object (and cleared it,
+    // during a collection) and frees the memory afterwards.
+    static void destroy_only(cgc_object *op) { downcast<T>(op)->~T(); }
     // tp_free takes the C object; the memory starts at the C++ object.
     static void free_memory(void *op) {
         cgc_gc_raw_free(static_cast<void *>(downcast<T>(static_cast<cgc_object *>(op))));
@@ -112,7 +115,10 @@ struct cxx_type {
         } else {
             type.tp_traverse = traverse_nothing;
         }
-        if constexpr (finalizable<T>) type.tp_finalize = finalize;
+        if constexpr (finalizable<T>)
+            type.tp_finalize = finalize;
+        else
+            type.tp_cxx_destroy = destroy_only;
         type.tp_free = free_memory;
         return type;
     }
