@@ -117,7 +117,7 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
 // A C++ object (its type has tp_cxx_destroy and no finalizer) at count 0:
 // what cyclegc::detail::cxx_type<T>::dealloc does, in one call and with one
 // slot-index computation. Anything unusual takes the general path.
-[[gnu::always_inline]] inline void release_cxx(cgc_object *op, cgc_destructor destroy_cxx) {
+[[gnu::noinline]] void release_cxx(cgc_object *op, cgc_destructor destroy_cxx) {
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);
     GcMeta &meta = page->meta[index];
