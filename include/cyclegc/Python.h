@@ -102,6 +102,11 @@ static inline int Py_IS_TYPE(const void *op, const PyTypeObject *type) {
 #define Py_IS_TYPE(op, type) Py_IS_TYPE(_PyObject_CAST(op), (type))
 #define Py_Is(x, y) ((x) == (y))
 
+/* Doc strings (the tutorial's `.tp_doc = PyDoc_STR("...")`). */
+#define PyDoc_STR(str) str
+#define PyDoc_VAR(name) static const char name[]
+#define PyDoc_STRVAR(name, str) PyDoc_VAR(name) = PyDoc_STR(str)
+
 #define Py_INCREF(op) cgc_incref(_PyObject_CAST(op))
 #define Py_DECREF(op) cgc_decref(_PyObject_CAST(op))
 #define Py_XINCREF(op) cgc_xincref(_PyObject_CAST(op))
@@ -151,14 +156,17 @@ static inline PyObject *Py_XNewRef(PyObject *op) { cgc_xincref(op); return op; }
 /* ---- Memory ----------------------------------------------------------- */
 #define PyObject_Malloc cgc_malloc
 #define PyObject_Calloc cgc_calloc
-#define PyObject_Realloc cgc_realloc
+/* Raw memory, or a GC object resized through its header pointer or its own
+ * pointer (Python 2.0: "for objects participating in GC, these macros deal
+ * with PyGC_Head pointers"). */
+#define PyObject_Realloc cgc_object_realloc
 #define PyObject_Free cgc_free
 #define PyMem_Malloc cgc_malloc
 #define PyMem_Calloc cgc_calloc
 #define PyMem_Realloc cgc_realloc
 #define PyMem_Free cgc_free
 #define PyObject_MALLOC cgc_malloc
-#define PyObject_REALLOC cgc_realloc
+#define PyObject_REALLOC cgc_object_realloc
 #define PyObject_FREE cgc_free
 /* Object-level free: knows whether the object has a collector header. */
 #define PyObject_Del cgc_object_del
@@ -179,6 +187,17 @@ static inline PyObject *Py_XNewRef(PyObject *op) { cgc_xincref(op); return op; }
 #define PyObject_IS_GC(op) cgc_is_gc(_PyObject_CAST(op))
 #define PyObject_GC_IsTracked(op) cgc_gc_is_tracked(_PyObject_CAST(op))
 #define PyObject_GC_IsFinalized(op) cgc_gc_is_finalized(_PyObject_CAST(op))
+
+/* The macro versions the 2.x and 3.0-3.7 pages document ("It should not be
+ * used for extension modules"; removed from CPython's public API in 3.8):
+ * the same as the functions here. */
+#define _PyObject_GC_TRACK(op) cgc_gc_track(_PyObject_CAST(op))
+#define _PyObject_GC_UNTRACK(op) cgc_gc_untrack(_PyObject_CAST(op))
+/* The constructor spellings of the 2.x page's rule ("PyObject_GC_New or
+ * PyObject_GC_VarNew") and of the 2.0 API's summary ("PyObject_{New, VarNew,
+ * Del}"): documentation names of PyObject_GC_NewVar and PyObject_NewVar. */
+#define PyObject_GC_VarNew PyObject_GC_NewVar
+#define PyObject_VarNew PyObject_NewVar
 
 #define PyGC_Collect cgc_collect_if_enabled
 #define PyGC_Enable cgc_enable

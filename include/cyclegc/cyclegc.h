@@ -238,6 +238,13 @@ CGC_API void cgc_gc_raw_free(void *memory);
 CGC_API void *cgc_malloc(size_t size);
 CGC_API void *cgc_calloc(size_t count, size_t size);
 CGC_API void *cgc_realloc(void *memory, size_t size);
+/* cgc_realloc, except that a pointer to an untracked GC object, or to its
+ * collector header (cgc_gc_head_of), resizes the object: `size` counts the
+ * object (plus CGC_GC_HEAD_SIZE when given the header, as Python 2.0's
+ * PyObject_REALLOC(PyObject_AS_GC(op), ...) did); returns the same kind of
+ * pointer, or NULL (recorded error) for a tracked object or a fixed-size
+ * object asked to grow. */
+CGC_API void *cgc_object_realloc(void *memory, size_t size);
 CGC_API void cgc_free(void *memory);
 
 /* The collector's metadata of a GC object (PyGC_Head): 8 bytes, kept in
