@@ -97,12 +97,12 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
     if (has_gc_head(op)) {
         GcMeta &meta = meta_of(op);
         if (meta.flags & kHeld) {
-            // The collector holds a reference: someone dropped one that was
-            // not theirs. Give the collector its reference back; it frees
-            // the object when it lets go.
+            // cyclegc holds a reference while the object's finalizer or
+            // tp_clear runs: someone dropped one that was not theirs. Give
+            // the reference back; the object is freed when it is let go.
             report(CGC_ERR_CORRUPTION,
-                   "Py_DECREF: object %p of type '%s' lost its last reference while the collector "
-                   "held one (in its finalizer or tp_clear): a Py_DECREF too many; not freed now",
+                   "Py_DECREF: object %p of type '%s' lost its last reference while cyclegc held one "
+                   "for its finalizer or tp_clear: a Py_DECREF too many; not freed now",
                    static_cast<void *>(op), type_name_of(op));
             op->ob_refcnt = 1;
             return;
@@ -594,8 +594,19 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
     GcMeta *meta = has_gc_head(self) ? &meta_of(self) : nullptr;
     if (meta && (meta->flags & kFinalized)) return 0;
     self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
-    if (meta) meta->flags |= kFinalized;
+    // The finalized flag is set after the finalizer, as CPython's
+    // PyObject_CallFinalizer does (PyObject_GC_IsFinalized is 0 inside it).
+    // It cannot run twice meanwhile: no collection takes the object (the
+    // temporary reference is external), and a Py_DECREF too many inside it
+    // is refused (kHeld) instead of deallocating, and finalizing, again.
+    bool held = meta && (meta->flags & kHeld);
+    if (meta) meta->flags |= kHeld;
     call_user_code("tp_finalize", self, [&] { finalize(self); });
+    if (meta) {
+        meta = &meta_of(self);
+        meta->flags |= kFinalized;
+        if (!held) meta->flags &= static_cast<uint8_t>(~kHeld);
+    }
     if (--self->ob_refcnt != 0) return -1;  // resurrected: the dealloc must stop
     if (meta && (meta->flags & kHasWeakrefs)) {
         // Dying for good: weak references (some perhaps made by the
