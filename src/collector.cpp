@@ -512,10 +512,9 @@ template <typename Function>
 void call_holding(cgc_object *op, const char *what, Function function) {
     GcMeta &meta = meta_of(op);
     cgc_incref(op);
-    bool nested = meta.flags & kHeld;
-    meta.flags |= kHeld;
+    bool nested = hold(meta);
     call_user_code(what, op, function);
-    if (!nested) meta.flags &= static_cast<uint8_t>(~kHeld);
+    let_go(meta, nested);
     cgc_decref(op);
 }
 

@@ -1,6 +1,5 @@
 // The gc module's surface beyond collecting: debug output, collection
 // callbacks, freezing, introspection, the garbage list, unraisable errors.
-#include "arena.hpp"
 #include "heap.hpp"
 
 #include <algorithm>
@@ -294,62 +293,6 @@ cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *cont
     heap.unraisable_hook = hook;
     heap.unraisable_hook_context = context;
     return previous;
-}
-
-// Python 2.0's PyObject_REALLOC (spec 004): "for objects participating in
-// GC, these macros deal with PyGC_Head pointers". 2.0 resized a container
-// (untracked by PyObject_GC_Fini) with
-//     g = PyObject_REALLOC(PyObject_AS_GC(op), object_size + PyGC_HEAD_SIZE);
-//     op = PyObject_FROM_GC(g);
-// Here the header is not in front of the object, so a pointer to a GC
-// object's metadata (or to the object itself, then `size` counts the object
-// only) resizes the object: a variable-size object to room for enough items
-// (its ob_size is left as it was: the caller sets it), a fixed-size one only
-// within its tp_basicsize. Any other pointer is plain memory (cgc_realloc).
-void *cgc_object_realloc(void *memory, size_t size) {
-    const char *function = "cgc_object_realloc (PyObject_REALLOC)";
-    if (!memory || !g_arena->reserved() || !g_arena->contains(memory)) return cgc_realloc(memory, size);
-    Page *page = page_of(memory);
-    auto *meta = static_cast<GcMeta *>(memory);
-    bool is_head = meta >= page->meta && meta < page->meta + page->slot_count;
-    cgc_object *op = is_head ? page->object_at(static_cast<uint32_t>(meta - page->meta))
-                             : page->object_at(page->index_of(memory));
-    if (!is_head && static_cast<void *>(op) != memory) {
-        report(CGC_ERR_MISUSE, "%s: %p points inside object %p of type '%s', not to it or to its "
-               "collector header", function, memory, static_cast<void *>(op), type_name_of(op));
-        return nullptr;
-    }
-    if (cgc_gc_is_tracked(op)) {
-        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; untrack it (PyObject_GC_Fini) "
-               "before resizing it", function, static_cast<void *>(op), type_name_of(op));
-        return nullptr;
-    }
-    auto head_size = static_cast<size_t>(CGC_GC_HEAD_SIZE);
-    size_t object_bytes = !is_head ? size : size > head_size ? size - head_size : 0;
-    cgc_type *type = op->ob_type;
-    cgc_object *resized = op;
-    if (type->tp_itemsize > 0) {
-        auto basic = static_cast<size_t>(type->tp_basicsize);
-        auto item = static_cast<size_t>(type->tp_itemsize);
-        size_t items = object_bytes > basic ? (object_bytes - basic + item - 1) / item : 0;
-        if (items > static_cast<size_t>(PTRDIFF_MAX) / item) {
-            report(CGC_ERR_MEMORY, "%s: %zu bytes for an object of type '%s' is too large", function,
-                   size, type_name(type));
-            return nullptr;
-        }
-        auto *var = reinterpret_cast<cgc_var_object *>(op);
-        cgc_ssize_t ob_size = var->ob_size;
-        cgc_var_object *moved = cgc_gc_resize(var, static_cast<cgc_ssize_t>(items));
-        if (!moved) return nullptr;
-        moved->ob_size = ob_size;
-        resized = &moved->ob_base;
-    } else if (object_bytes > static_cast<size_t>(type->tp_basicsize)) {
-        report(CGC_ERR_VALUE, "%s: object %p of type '%s' has a fixed size (tp_basicsize %td, "
-               "tp_itemsize 0) and cannot grow to %zu bytes", function, static_cast<void *>(op),
-               type_name(type), type->tp_basicsize, object_bytes);
-        return nullptr;
-    }
-    return is_head ? static_cast<void *>(cgc_gc_head_of(resized)) : static_cast<void *>(resized);
 }
 
 }  // extern "C"

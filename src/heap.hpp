@@ -237,6 +237,33 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
 // Removes a tracked object from the young list or the unreachable list.
 void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta);
 
+// Untracks a tracked object (not from inside tp_traverse, which the callers
+// have ruled out): the newest young object cheaply, any other one through
+// its list.
+inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
+    if (!untrack_newest(heap, meta, op)) remove_from_lists(heap, op, meta);
+}
+
+// Frees an untracked GC object's slot: it no longer counts toward
+// generation 0's allocations.
+inline void free_slot(Heap &heap, Page *page, uint32_t index) {
+    Generation &young = heap.generations[0];
+    if (young.count > 0) young.count--;
+    heap.space.release_at(page, index);
+}
+
+// cyclegc holds a reference to the object while user code (its finalizer,
+// its tp_clear) runs: a Py_DECREF too many meanwhile is refused (see
+// cgc_dealloc). Returns whether it was held already, for let_go().
+inline bool hold(GcMeta &meta) {
+    bool nested = meta.flags & kHeld;
+    meta.flags |= kHeld;
+    return nested;
+}
+inline void let_go(GcMeta &meta, bool nested) {
+    if (!nested) meta.flags = static_cast<uint8_t>(meta.flags & ~kHeld);
+}
+
 // Collector entry points (collector.cpp).
 cgc_ssize_t collect(Heap &heap, int generation);
 cgc_ssize_t collect_automatic(Heap &heap);

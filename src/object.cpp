@@ -127,20 +127,17 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
         return;
     }
     bool collecting = heap.collecting();
-    if ((meta.flags & kTracked) && !untrack_newest(heap, meta, op)) remove_from_lists(heap, op, meta);
+    if (meta.flags & kTracked) untrack_tracked(heap, meta, op);
     // During a collection, every destructor in a collected cycle sees its
     // traced references cleared (docs/cpp.md).
     if (collecting) {
         if (cgc_inquiry clear = op->ob_type->tp_clear) clear(op);
     }
     destroy_cxx(op);
-    if (meta.flags & (kHasWeakrefs | kTracked)) {  // the destructor made some, or tracked it
+    if (meta.flags & (kHasWeakrefs | kTracked))  // the destructor made some, or tracked it
         raw_free_slow(page->slot(index));
-        return;
-    }
-    Generation &young = heap.generations[0];
-    if (young.count > 0) young.count--;
-    heap.space.release_at(page, index);
+    else
+        free_slot(heap, page, index);
 }
 
 // Defers a deallocation to the outermost one. The object's count is 0, so
@@ -185,13 +182,13 @@ void run_deferred_deallocs(Heap &heap) {
 }
 
 [[gnu::noinline]] void raw_free_slow(void *memory) {
-    Heap &heap = *page_of(memory)->heap;
-    GcMeta &meta = meta_of(memory);
+    Page *page = page_of(memory);
+    uint32_t index = page->index_of(memory);
+    GcMeta &meta = page->meta[index];
+    Heap &heap = *page->heap;
     if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
     if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
-    Generation &young = heap.generations[0];
-    if (young.count > 0) young.count--;
-    heap.space.release(memory);
+    free_slot(heap, page, index);
 }
 
 [[gnu::noinline]] void dealloc_slow(cgc_object *op) {
@@ -223,19 +220,33 @@ void ObjectArray::grow(size_t needed) {
     capacity_ = capacity;
 }
 
-// The Python 2.0 API freed GC objects through their header pointer
-// (PyObject_DEL(PyObject_AS_GC(op)), PyObject_FREE): a pointer into a GC
-// page, to an object or to its GcMeta, frees that object. Returns false for
-// any other pointer (which the caller frees as plain memory).
-bool free_gc_pointer(void *memory) {
-    if (!g_arena->reserved() || !g_arena->contains(memory)) return false;
+namespace {
+
+// The Python 2.0 API handled GC objects through their header pointer
+// (PyObject_DEL(PyObject_AS_GC(op)), PyObject_FREE, PyObject_REALLOC): a
+// pointer into a GC page is either an object's GcMeta or inside its slot.
+struct GcPointer {
+    cgc_object *object = nullptr;  // nullptr: not in a GC page (plain memory)
+    bool is_head = false;          // the pointer is the object's GcMeta
+};
+
+GcPointer resolve_gc_pointer(void *memory) {
+    if (!memory || !g_arena->reserved() || !g_arena->contains(memory)) return {};
     Page *page = page_of(memory);
     auto *meta = static_cast<GcMeta *>(memory);
     if (meta >= page->meta && meta < page->meta + page->slot_count)
-        cgc_gc_del(page->object_at(static_cast<uint32_t>(meta - page->meta)));
-    else
-        cgc_gc_del(page->object_at(page->index_of(memory)));
-    return true;
+        return {page->object_at(static_cast<uint32_t>(meta - page->meta)), true};
+    return {page->object_at(page->index_of(memory)), false};
+}
+
+}  // namespace
+
+// Frees the object a GC pointer designates (see GcPointer). Returns false for
+// any other pointer (which the caller frees as plain memory).
+bool free_gc_pointer(void *memory) {
+    GcPointer gc = resolve_gc_pointer(memory);
+    if (gc.object) cgc_gc_del(gc.object);
+    return gc.object != nullptr;
 }
 
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation) {
@@ -404,18 +415,13 @@ void cgc_gc_del(void *memory) {
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
     GcMeta &meta = page->meta[index];
-    if (meta.flags & (kHasWeakrefs | kTracked)) {
-        // Weak references die with their referent: here, after its finalizer
-        // (which may have resurrected it, in which case we are not here) and
-        // its destructor, as CPython's dealloc clears them; callbacks see
-        // them dead.
-        if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
-        if (meta.flags & kTracked) remove_from_lists(*page->heap, op, meta);  // CPython warns in debug builds
-    }
     Heap &heap = *page->heap;
-    Generation &young = heap.generations[0];
-    if (young.count > 0) young.count--;
-    heap.space.release_at(page, index);
+    // Weak references die with their referent: here, after its finalizer
+    // (which may have resurrected it, in which case we are not here) and its
+    // destructor, as CPython's dealloc clears them; callbacks see them dead.
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
+    if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
+    free_slot(heap, page, index);
 }
 
 void cgc_gc_track(void *memory) {
@@ -472,9 +478,8 @@ void cgc_gc_untrack(void *memory) {
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
         Heap &heap = *page->heap;
-        if (untrack_newest(heap, meta, op)) return;
         if (heap.phase != Phase::finding_unreachable) {  // (else misuse: reported by the slow path)
-            remove_from_lists(heap, op, meta);
+            untrack_tracked(heap, meta, op);
             return;
         }
     }
@@ -509,12 +514,8 @@ namespace cyclegc::internal {
 extern "C" {
 
 int cgc_gc_untrack_dying(cgc_object *op) {
-    // Only C++ objects come here: GC type, no tp_is_gc.
-    Page *page = page_of(op);
-    GcMeta &meta = page->meta[page->index_of(op)];
-    Heap &heap = *page->heap;
-    if ((meta.flags & kTracked) && !untrack_newest(heap, meta, op)) untrack_slow(op);
-    return heap.collecting();
+    cgc_gc_untrack(op);
+    return heap_of(op).collecting();
 }
 
 int cgc_is_gc(cgc_object *op) { return op && has_gc_head(op); }
@@ -565,14 +566,10 @@ void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Page *page = page_of(memory);
     uint32_t index = page->index_of(memory);
-    if (!(page->meta[index].flags & (kHasWeakrefs | kTracked))) {  // the common case
-        Heap &heap = *page->heap;
-        Generation &young = heap.generations[0];
-        if (young.count > 0) young.count--;
-        heap.space.release_at(page, index);
-        return;
-    }
-    raw_free_slow(memory);
+    if (page->meta[index].flags & (kHasWeakrefs | kTracked))
+        raw_free_slow(memory);
+    else  // the common case
+        free_slot(*page->heap, page, index);
 }
 
 void *cgc_malloc(size_t size) { return std::malloc(size ? size : 1); }
@@ -580,6 +577,60 @@ void *cgc_calloc(size_t count, size_t size) { return std::calloc(count ? count :
 void *cgc_realloc(void *memory, size_t size) { return std::realloc(memory, size ? size : 1); }
 void cgc_free(void *memory) {
     if (!free_gc_pointer(memory)) std::free(memory);
+}
+
+// Python 2.0's PyObject_REALLOC (spec 004): "for objects participating in
+// GC, these macros deal with PyGC_Head pointers". 2.0 resized a container
+// (untracked by PyObject_GC_Fini) with
+//     g = PyObject_REALLOC(PyObject_AS_GC(op), object_size + PyGC_HEAD_SIZE);
+//     op = PyObject_FROM_GC(g);
+// Here the header is not in front of the object, so a pointer to a GC
+// object's metadata (or to the object itself, then `size` counts the object
+// only) resizes the object: a variable-size object to room for enough items
+// (its ob_size is left as it was: the caller sets it), a fixed-size one only
+// within its tp_basicsize. Any other pointer is plain memory (cgc_realloc).
+void *cgc_object_realloc(void *memory, size_t size) {
+    const char *function = "cgc_object_realloc (PyObject_REALLOC)";
+    GcPointer gc = resolve_gc_pointer(memory);
+    if (!gc.object) return cgc_realloc(memory, size);
+    cgc_object *op = gc.object;
+    bool is_head = gc.is_head;
+    if (!is_head && static_cast<void *>(op) != memory) {
+        report(CGC_ERR_MISUSE, "%s: %p points inside object %p of type '%s', not to it or to its "
+               "collector header", function, memory, static_cast<void *>(op), type_name_of(op));
+        return nullptr;
+    }
+    if (cgc_gc_is_tracked(op)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; untrack it (PyObject_GC_Fini) "
+               "before resizing it", function, static_cast<void *>(op), type_name_of(op));
+        return nullptr;
+    }
+    auto head_size = static_cast<size_t>(CGC_GC_HEAD_SIZE);
+    size_t object_bytes = !is_head ? size : size > head_size ? size - head_size : 0;
+    cgc_type *type = op->ob_type;
+    cgc_object *resized = op;
+    if (type->tp_itemsize > 0) {
+        auto basic = static_cast<size_t>(type->tp_basicsize);
+        auto item = static_cast<size_t>(type->tp_itemsize);
+        size_t items = object_bytes > basic ? (object_bytes - basic + item - 1) / item : 0;
+        if (items > static_cast<size_t>(PTRDIFF_MAX) / item) {
+            report(CGC_ERR_MEMORY, "%s: %zu bytes for an object of type '%s' is too large", function,
+                   size, type_name(type));
+            return nullptr;
+        }
+        auto *var = reinterpret_cast<cgc_var_object *>(op);
+        cgc_ssize_t ob_size = var->ob_size;
+        cgc_var_object *moved = cgc_gc_resize(var, static_cast<cgc_ssize_t>(items));
+        if (!moved) return nullptr;
+        moved->ob_size = ob_size;
+        resized = &moved->ob_base;
+    } else if (object_bytes > static_cast<size_t>(type->tp_basicsize)) {
+        report(CGC_ERR_VALUE, "%s: object %p of type '%s' has a fixed size (tp_basicsize %td, "
+               "tp_itemsize 0) and cannot grow to %zu bytes", function, static_cast<void *>(op),
+               type_name(type), type->tp_basicsize, object_bytes);
+        return nullptr;
+    }
+    return is_head ? static_cast<void *>(cgc_gc_head_of(resized)) : static_cast<void *>(resized);
 }
 
 int cgc_call_finalizer_from_dealloc(cgc_object *self) {
@@ -599,13 +650,11 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
     // It cannot run twice meanwhile: no collection takes the object (the
     // temporary reference is external), and a Py_DECREF too many inside it
     // is refused (kHeld) instead of deallocating, and finalizing, again.
-    bool held = meta && (meta->flags & kHeld);
-    if (meta) meta->flags |= kHeld;
+    bool nested = meta && hold(*meta);
     call_user_code("tp_finalize", self, [&] { finalize(self); });
     if (meta) {
-        meta = &meta_of(self);
         meta->flags |= kFinalized;
-        if (!held) meta->flags &= static_cast<uint8_t>(~kHeld);
+        let_go(*meta, nested);
     }
     if (--self->ob_refcnt != 0) return -1;  // resurrected: the dealloc must stop
     if (meta && (meta->flags & kHasWeakrefs)) {

@@ -30,10 +30,7 @@ ref<T> make(Args &&...args) {
     }
     cgc_object *op = detail::header(self);
     op->ob_type = type;
-    if (static_cast<void *>(op) != memory)  // (a vtable pointer comes first)
-        cgc_gc_raw_bind(memory, op, detail::traced<T>);
-    else if constexpr (detail::traced<T>)
-        cgc_gc_track(op);
+    cgc_gc_raw_bind(memory, op, detail::traced<T>);
     return ref<T>::adopt(self);
 }
 
