@@ -208,15 +208,26 @@ void untrack_slow(cgc_object *op);
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 
 // The common case of tracking: not tracked yet, no collection running, room
-// in generation 0's array. False: take the slow path (which reports misuse).
-inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
-    Heap &heap = *page->heap;
+// in generation 0's array. Updates `bits` (the object's GcMeta, see
+// meta_bits) for the caller to store; false: take the slow path (which
+// reports misuse).
+inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
     ObjectArray &young = heap.young[0];
-    if ((meta.flags & kTracked) || heap.phase != Phase::idle || young.size() == young.capacity()) return false;
-    meta.flags = static_cast<uint8_t>((meta.flags & ~(kCollecting | kReachable)) | kTracked);
-    meta.generation = 0;
-    meta.word = static_cast<uint32_t>(young.size());
+    if ((bits & meta_flag_bits(kTracked)) || heap.phase != Phase::idle || young.size() == young.capacity())
+        return false;
+    bits &= ~(kMetaWordBits | kMetaGenerationBits | meta_flag_bits(kCollecting | kReachable));
+    bits |= meta_flag_bits(kTracked) | young.size();  // generation 0, word = index
     young.push_back(op);
+    return true;
+}
+// try_track on the object's GcMeta. It is read and written whole, in one
+// access each: each hot-path access to a GcMeta reads what one earlier
+// store wrote (a load that spans two stores cannot be forwarded from them
+// and waits for both to reach the cache).
+inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
+    uint64_t bits = meta_bits(meta);
+    if (!try_track(*page->heap, bits, op)) return false;
+    set_meta_bits(meta, bits);
     return true;
 }
 
@@ -224,11 +235,12 @@ inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
 // (an object that dies soon after it was made), no collection running.
 inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     ObjectArray &young = heap.young[0];
-    if (heap.phase != Phase::idle || meta.generation != 0 || meta.word + 1 != young.size() ||
-        young.back() != op || (meta.flags & (kCollecting | kUncollectable)))
+    uint64_t bits = meta_bits(meta);
+    if (heap.phase != Phase::idle || (bits & (kMetaGenerationBits | meta_flag_bits(kCollecting | kUncollectable))) ||
+        (bits & kMetaWordBits) + 1 != young.size() || young.back() != op)
         return false;
     young.pop_back();
-    meta.flags = static_cast<uint8_t>(meta.flags & ~kTracked);
+    set_meta_bits(meta, bits & ~meta_flag_bits(kTracked));
     return true;
 }
 

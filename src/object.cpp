@@ -89,55 +89,74 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
     return allocate_object(type, nitems, function);
 }
 
-[[gnu::always_inline]] inline void destroy(cgc_object *op) {
+// destroy() of an object that cyclegc holds or that has weak references.
+[[gnu::noinline]] void destroy_unusual(cgc_object *op, GcMeta &meta) {
+    if (meta.flags & kHeld) {
+        // cyclegc holds a reference while the object's finalizer or
+        // tp_clear runs: someone dropped one that was not theirs. Give
+        // the reference back; the object is freed when it is let go.
+        report(CGC_ERR_CORRUPTION,
+               "Py_DECREF: object %p of type '%s' lost its last reference while cyclegc held one "
+               "for its finalizer or tp_clear: a Py_DECREF too many; not freed now",
+               static_cast<void *>(op), type_name_of(op));
+        op->ob_refcnt = 1;
+        return;
+    }
     // Weak references die with their referent and call back before its
     // destructor runs; but if a finalizer is still to run (inside
     // tp_dealloc), it may resurrect the object, so they wait for it
     // (cgc_call_finalizer_from_dealloc, or at the latest cgc_gc_del).
+    bool finalizer_pending = op->ob_type->tp_finalize && !(meta.flags & kFinalized);
+    if (!finalizer_pending) cgc_clear_weakrefs(op);
+    cgc_destructor dealloc = op->ob_type->tp_dealloc;
+    (dealloc ? dealloc : cgc_default_dealloc)(op);
+}
+
+// Runs the deallocator of an object whose count reached zero.
+[[gnu::always_inline]] inline void destroy(cgc_object *op) {
     if (has_gc_head(op)) {
         GcMeta &meta = meta_of(op);
-        if (meta.flags & kHeld) {
-            // cyclegc holds a reference while the object's finalizer or
-            // tp_clear runs: someone dropped one that was not theirs. Give
-            // the reference back; the object is freed when it is let go.
-            report(CGC_ERR_CORRUPTION,
-                   "Py_DECREF: object %p of type '%s' lost its last reference while cyclegc held one "
-                   "for its finalizer or tp_clear: a Py_DECREF too many; not freed now",
-                   static_cast<void *>(op), type_name_of(op));
-            op->ob_refcnt = 1;
+        if (meta.flags & (kHeld | kHasWeakrefs)) [[unlikely]] {
+            destroy_unusual(op, meta);
             return;
         }
-        bool finalizer_pending = op->ob_type->tp_finalize && !(meta.flags & kFinalized);
-        if ((meta.flags & kHasWeakrefs) && !finalizer_pending) cgc_clear_weakrefs(op);
     }
     cgc_destructor dealloc = op->ob_type->tp_dealloc;
     (dealloc ? dealloc : cgc_default_dealloc)(op);
 }
 
-// A C++ object (its type has tp_cxx_destroy and no finalizer) at count 0:
-// what cyclegc::detail::cxx_type<T>::dealloc does, in one call and with one
-// slot-index computation. Anything unusual takes the general path.
-[[gnu::noinline]] void release_cxx(cgc_object *op, cgc_destructor destroy_cxx) {
-    Page *page = page_of(op);
-    uint32_t index = page->index_of(op);
-    GcMeta &meta = page->meta[index];
-    Heap &heap = *page->heap;
+// release_cxx() when the object is held or has weak references, or a
+// collection runs.
+[[gnu::noinline]] void release_cxx_slow(cgc_object *op, cgc_destructor destroy_and_free) {
+    GcMeta &meta = meta_of(op);
+    Heap &heap = heap_of(op);
     if ((meta.flags & (kHeld | kHasWeakrefs)) || heap.phase == Phase::finding_unreachable) {
         destroy(op);
         return;
     }
-    bool collecting = heap.collecting();
     if (meta.flags & kTracked) untrack_tracked(heap, meta, op);
     // During a collection, every destructor in a collected cycle sees its
     // traced references cleared (docs/cpp.md).
-    if (collecting) {
-        if (cgc_inquiry clear = op->ob_type->tp_clear) clear(op);
+    if (cgc_inquiry clear = op->ob_type->tp_clear) clear(op);
+    destroy_and_free(op);
+}
+
+// A C++ object (its type has tp_cxx_destroy and no finalizer) at count 0:
+// what cyclegc::detail::cxx_type<T>::dealloc does, in one call. The type's
+// tp_cxx_destroy runs ~T and frees the memory (cgc_gc_raw_free, which
+// handles weak references or tracking the destructor may have added), so
+// it is a tail call and nothing here outlives it. Anything unusual takes
+// the general path.
+[[gnu::noinline]] void release_cxx(cgc_object *op, cgc_destructor destroy_and_free) {
+    Page *page = page_of(op);
+    GcMeta &meta = page->meta[page->index_of(op)];
+    Heap &heap = *page->heap;
+    if ((meta.flags & (kHeld | kHasWeakrefs)) || heap.phase != Phase::idle) [[unlikely]] {
+        release_cxx_slow(op, destroy_and_free);
+        return;
     }
-    destroy_cxx(op);
-    if (meta.flags & (kHasWeakrefs | kTracked))  // the destructor made some, or tracked it
-        raw_free_slow(page->slot(index));
-    else
-        free_slot(heap, page, index);
+    if (meta.flags & kTracked) untrack_tracked(heap, meta, op);
+    destroy_and_free(op);
 }
 
 // Defers a deallocation to the outermost one. The object's count is 0, so
@@ -170,7 +189,8 @@ void run_deferred_deallocs(Heap &heap) {
 
 }  // namespace
 
-[[gnu::noinline]] void *raw_alloc_slow(Heap &heap, size_t size, size_t alignment) {
+[[gnu::noinline]] void *raw_alloc_slow(size_t size, size_t alignment) {
+    Heap &heap = current_heap();
     note_gc_allocation(heap);
     if (alignment > 16) {
         report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
@@ -188,6 +208,20 @@ void run_deferred_deallocs(Heap &heap) {
     Heap &heap = *page->heap;
     if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
     if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
+    free_slot(heap, page, index);
+}
+
+// cgc_gc_del of an object with weak references, or still tracked.
+[[gnu::noinline]] void gc_del_slow(cgc_object *op) {
+    Page *page = page_of(op);
+    uint32_t index = page->index_of(op);
+    GcMeta &meta = page->meta[index];
+    Heap &heap = *page->heap;
+    // Weak references die with their referent: here, after its finalizer
+    // (which may have resurrected it, in which case we are not here) and its
+    // destructor, as CPython's dealloc clears them; callbacks see them dead.
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
+    if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
     free_slot(heap, page, index);
 }
 
@@ -344,21 +378,22 @@ void cgc_object_del(void *memory) {
 }
 
 cgc_object *cgc_gc_new(cgc_type *type) {
-    // The common case inline: a ready GC type, no collection due.
+    // The common case, with no call (so no registers to save): a ready GC
+    // type of a small size, a page with room, no collection due.
     constexpr unsigned long kReadyGc = CGC_TPFLAGS_READY | CGC_TPFLAGS_HAVE_GC;
-    if (type && (type->tp_flags & kReadyGc) == kReadyGc &&
-        type->tp_basicsize >= static_cast<cgc_ssize_t>(sizeof(cgc_object))) {
-        Heap &heap = current_heap();
-        Generation &young = heap.generations[0];
-        if (young.count < young.threshold) {
+    Heap *heap = t_current_heap;
+    if (heap && type && (type->tp_flags & kReadyGc) == kReadyGc) {
+        // (A tp_basicsize below sizeof(cgc_object) gets the smallest class,
+        // which holds one; a negative one is not small: slow path.)
+        Page *page = heap->space.page_with_room(static_cast<size_t>(type->tp_basicsize));
+        Generation &young = heap->generations[0];
+        if (page && young.count < young.threshold) {
             young.count++;
-            if (auto *op = static_cast<cgc_object *>(heap.space.allocate(heap, static_cast<size_t>(type->tp_basicsize)))) {
-                op->ob_refcnt = 1;
-                op->ob_type = type;
-                if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
-                return op;
-            }
-            young.count--;
+            auto *op = static_cast<cgc_object *>(heap->space.take_zeroed(page));
+            op->ob_refcnt = 1;
+            op->ob_type = type;
+            if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
+            return op;
         }
     }
     return allocate_gc(type, 0, "cgc_gc_new (PyObject_GC_New)");
@@ -414,14 +449,11 @@ void cgc_gc_del(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
-    GcMeta &meta = page->meta[index];
-    Heap &heap = *page->heap;
-    // Weak references die with their referent: here, after its finalizer
-    // (which may have resurrected it, in which case we are not here) and its
-    // destructor, as CPython's dealloc clears them; callbacks see them dead.
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
-    if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
-    free_slot(heap, page, index);
+    if (page->meta[index].flags & (kHasWeakrefs | kTracked)) [[unlikely]] {
+        gc_del_slow(op);
+        return;
+    }
+    free_slot(*page->heap, page, index);
 }
 
 void cgc_gc_track(void *memory) {
@@ -527,22 +559,29 @@ int cgc_gc_is_finalized(cgc_object *op) {
 }
 
 void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
-    Heap &heap = current_heap();
-    Generation &young = heap.generations[0];
-    if (young.count < young.threshold && alignment <= 16) {  // the common case: no collection due
-        if (void *memory = heap.space.allocate(heap, size)) {
+    // The common case, with no call (so no registers to save): a page with
+    // room, no collection due.
+    Heap *heap = t_current_heap;
+    if (heap && alignment <= 16) {
+        Generation &young = heap->generations[0];
+        Page *page = heap->space.page_with_room(size);
+        if (page && young.count < young.threshold) {
             young.count++;
-            return memory;
+            return heap->space.take_uninitialized(page);
         }
     }
-    return raw_alloc_slow(heap, size, alignment);
+    return raw_alloc_slow(size, alignment);
 }
 
 void cgc_gc_raw_bind(void *memory, cgc_object *op, int track) {
     Page *page = page_of(memory);
     GcMeta &meta = page->meta[page->index_of(memory)];
-    meta.object_offset = static_cast<uint8_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
-    if (track && !track_fast(page, meta, op)) track_slow(op);
+    auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
+    uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
+    // The offset and the tracking in one store (see track_fast).
+    bool tracked = track && try_track(*page->heap, bits, op);
+    set_meta_bits(meta, bits);
+    if (track && !tracked) track_slow(op);
 }
 
 cgc_gc_head *cgc_gc_head_of(cgc_object *op) {

@@ -135,6 +135,10 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
         if (!page) return nullptr;
     } else {
         page = partial_[size_class];
+        while (page && page->used == page->slot_count) {  // filled up by take_slot
+            unlink_partial(page);
+            page = partial_[size_class];
+        }
         if (!page) {
             page = new_page(heap, static_cast<uint32_t>(class_size(size_class)),
                             static_cast<uint32_t>(size_class), kPageSize);
@@ -144,7 +148,7 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
     if (page->size_class != kLargeClass) return take_slot(page);
     page->bump = 1;
     page->used = 1;
-    page->meta[0] = GcMeta{0, kAllocated, 0, 0, 0};
+    set_meta_bits(page->meta[0], meta_flag_bits(kAllocated));
     unpoison_zeroed(page->slot(0), page->slot_size);
     return page->slot(0);
 }
@@ -156,7 +160,7 @@ void PageSpace::release_slow(Page *page, void *slot) {
         free_page(page);
         return;
     }
-    page->meta[index] = GcMeta{page->free_head, 0, 0, 0, 0};
+    set_meta_bits(page->meta[index], page->free_head);  // (the free-list link, in one store)
     page->free_head = index + 1;
     --page->used;
     if (!page->in_partial_list) link_partial(page);

@@ -24,7 +24,9 @@
 
 #include <cyclegc/cyclegc.h>
 
+#include <bit>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -44,6 +46,21 @@ struct GcMeta {
     uint8_t reserved;
 };
 static_assert(sizeof(GcMeta) == 8);
+
+// A GcMeta as one 64-bit value (little-endian: word in the low 32 bits,
+// then flags, generation, object_offset), for hot paths that read or write
+// it whole.
+constexpr uint64_t kMetaWordBits = 0xFFFFFFFFu;
+constexpr uint64_t kMetaGenerationBits = uint64_t(0xFF) << 40;
+constexpr uint64_t kMetaObjectOffsetBits = uint64_t(0xFF) << 48;
+constexpr uint64_t meta_flag_bits(uint8_t flags) { return uint64_t(flags) << 32; }
+inline uint64_t meta_bits(const GcMeta &meta) {
+    uint64_t bits;
+    std::memcpy(&bits, &meta, sizeof bits);
+    return bits;
+}
+inline void set_meta_bits(GcMeta &meta, uint64_t bits) { std::memcpy(&meta, &bits, sizeof bits); }
+static_assert(std::endian::native == std::endian::little, "GcMeta bit layout");
 
 // GcMeta::flags
 constexpr uint8_t kAllocated = 1;     // the slot holds an object
@@ -75,7 +92,8 @@ struct Page {
     uint32_t free_head;
     uint32_t used;
     uint32_t size_class;  // kLargeClass for a large page
-    Page *prev_partial;   // pages of this size class with free slots
+    Page *prev_partial;   // pages of this size class with free slots (and perhaps a
+                          // head page that just filled up: see take_slot)
     Page *next_partial;
     size_t region_size;  // bytes of the allocation (large pages: more than kPageSize)
     uint32_t index_in_heap;
@@ -117,11 +135,21 @@ class PageSpace {
     // A zero-filled slot of at least `size` bytes with its GcMeta marked
     // allocated (not tracked), or nullptr when out of memory.
     void *allocate(Heap &heap, size_t size) {
-        if (size - 1 < kSmallLimit) {  // (size 0 wraps around: slow path)
-            if (Page *page = partial_[(size - 1) / kGranule]) return take_slot(page);
-        }
+        if (Page *page = page_with_room(size)) return take_slot<true>(page);
         return allocate_slow(heap, size);
     }
+    // The fast path's page for `size` bytes: a page of its small size class
+    // with a free slot, or nullptr (then allocate() takes its slow path).
+    Page *page_with_room(size_t size) const {
+        if (size - 1 >= kSmallLimit) return nullptr;  // (size 0 wraps around)
+        Page *page = partial_[(size - 1) / kGranule];
+        return page && page->used < page->slot_count ? page : nullptr;
+    }
+    // A slot of page_with_room(), not zeroed: the caller initializes it (a
+    // C++ constructor).
+    void *take_uninitialized(Page *page) { return take_slot<false>(page); }
+    // A zero-filled slot of page_with_room().
+    void *take_zeroed(Page *page) { return take_slot<true>(page); }
     void release(void *slot) {
         Page *page = page_of(slot);
         release_at(page, page->index_of(slot));
@@ -134,7 +162,7 @@ class PageSpace {
         // The common case: the page stays (it keeps other objects, or it is
         // its class's only page with room, which is kept even when empty).
         if (page->in_partial_list && (page->used > 1 || (!page->next_partial && !page->prev_partial))) {
-            page->meta[index] = GcMeta{page->free_head, 0, 0, 0, 0};
+            set_meta_bits(page->meta[index], page->free_head);  // (the free-list link, in one store)
             page->free_head = index + 1;
             --page->used;
             return;
@@ -167,26 +195,32 @@ class PageSpace {
     static constexpr int kClassCount = 48;
     static constexpr size_t kSmallLimit = 512;  // every multiple of kGranule up to here is a class
 
-    // A slot of a page with room (small classes).
+    // A slot of a page with room (small classes), zeroed if `Zero`. No call:
+    // a page that fills up stays in its class list until the next allocation
+    // finds it full (allocate_slow unlinks it), so callers stay leaf
+    // functions with nothing to save.
+    template <bool Zero = true>
     void *take_slot(Page *page) {
-        void *slot;
         uint32_t index;
-        if (uint32_t head = page->free_head) {
+        uint32_t head = page->free_head;
+        if (head) {
             index = head - 1;
             page->free_head = page->meta[index].word;
-            slot = page->slot(index);
-            // Reused: zero it (a fresh slot is zero since the page was made).
-            auto *bytes = static_cast<char *>(slot);
-            uint32_t size = page->slot_size;
-            unpoison_slot(bytes, size);
-            for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(bytes + i, 0, kGranule);
         } else {
             index = page->bump++;
-            slot = page->slot(index);
+        }
+        char *slot = page->slot(index);
+        if (head) {
+            // Reused: zero it (a fresh slot is zero since the page was made).
+            uint32_t size = page->slot_size;
+            unpoison_slot(slot, size);
+            if constexpr (Zero)
+                for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(slot + i, 0, kGranule);
+        } else {
             unpoison_zeroed(slot, page->slot_size);
         }
-        if (++page->used == page->slot_count) unlink_partial(page);
-        page->meta[index] = GcMeta{0, kAllocated, 0, 0, 0};
+        ++page->used;
+        set_meta_bits(page->meta[index], meta_flag_bits(kAllocated));  // (one store: see track_fast)
         return slot;
     }
     void *allocate_slow(Heap &heap, size_t size);

@@ -139,10 +139,11 @@ struct cgc_type {
     cgc_destructor tp_finalize;
     cgc_vectorcallfunc tp_vectorcall;
     unsigned char tp_watched;
-    /* cyclegc's own slot (not in CPython): runs only the C++ destructor of
-     * the object whose C part is `self`. Set by the C++ API for its types
-     * (without tp_finalize); the library then untracks, clears during a
-     * collection, destroys and frees in one call. NULL for C types. */
+    /* cyclegc's own slot (not in CPython): runs the C++ destructor of the
+     * object whose C part is `self` and frees its memory (cgc_gc_raw_free).
+     * Set by the C++ API for its types (without tp_finalize): at count 0 the
+     * library untracks the object (and clears it during a collection), then
+     * calls this. NULL for C types. */
     cgc_destructor tp_cxx_destroy;
 };
 
@@ -222,7 +223,8 @@ CGC_API int cgc_gc_is_finalized(cgc_object *op);
 
 /* Memory for an object that embeds its own collector header (the C++ API's
  * cyclegc::object): counts as a GC allocation (and may collect, before the
- * memory exists). `alignment` is at most 16. */
+ * memory exists). `alignment` is at most 16. The memory is not zero-filled:
+ * the constructor initializes it. */
 CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
 /* Tells where in `memory` the object's C part (cgc_object) is, once built,
  * and tracks it if `track` is non-zero. */

@@ -5,9 +5,13 @@
 #include "type.hpp"
 
 #include <new>
+#include <type_traits>
 #include <utility>
 
 namespace cyclegc {
+namespace detail {
+[[noreturn, gnu::noinline, gnu::cold]] inline void throw_bad_alloc() { throw std::bad_alloc(); }
+}  // namespace detail
 
 // Constructs a T in collector memory and returns the first reference to it.
 // The object is tracked once its constructor has finished (if T has a
@@ -20,13 +24,17 @@ ref<T> make(Args &&...args) {
     static_assert(alignof(T) <= 16, "cyclegc::make<T>: T needs more than 16-byte alignment");
     cgc_type *type = type_of<T>();
     void *memory = cgc_gc_raw_alloc(sizeof(T), alignof(T));
-    if (!memory) throw std::bad_alloc();
+    if (!memory) [[unlikely]] detail::throw_bad_alloc();
     T *self;
-    try {
+    if constexpr (std::is_nothrow_constructible_v<T, Args &&...>) {
         self = ::new (memory) T(std::forward<Args>(args)...);
-    } catch (...) {
-        cgc_gc_raw_free(memory);
-        throw;
+    } else {
+        try {
+            self = ::new (memory) T(std::forward<Args>(args)...);
+        } catch (...) {
+            cgc_gc_raw_free(memory);
+            throw;
+        }
     }
     cgc_object *op = detail::header(self);
     op->ob_type = type;

@@ -6,6 +6,7 @@
 
 #include "tracer.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cxxabi.h>
 #include <exception>
@@ -84,13 +85,15 @@ struct cxx_type {
         if constexpr (traced<T>) {
             if (collecting) clear(op);
         }
+        destroy_and_free(op);
+    }
+    // tp_cxx_destroy: the library has untracked the object (and cleared it,
+    // during a collection); this runs the destructor and frees the memory.
+    static void destroy_and_free(cgc_object *op) {
         T *self = downcast<T>(op);
         self->~T();
         cgc_gc_raw_free(static_cast<void *>(self));
     }
-    // tp_cxx_destroy: the library has untracked the object (and cleared it,
-    // during a collection) and frees the memory afterwards.
-    static void destroy_only(cgc_object *op) { downcast<T>(op)->~T(); }
     // tp_free takes the C object; the memory starts at the C++ object.
     static void free_memory(void *op) {
         cgc_gc_raw_free(static_cast<void *>(downcast<T>(static_cast<cgc_object *>(op))));
@@ -118,19 +121,28 @@ struct cxx_type {
         if constexpr (finalizable<T>)
             type.tp_finalize = finalize;
         else
-            type.tp_cxx_destroy = destroy_only;
+            type.tp_cxx_destroy = destroy_and_free;
         type.tp_free = free_memory;
         return type;
     }
 
+    // The type object, made on first use (thread-safe); afterwards one load
+    // and a test, with the making out of line.
     static cgc_type *get() {
+        if (cgc_type *type = ready_.load(std::memory_order_acquire)) [[likely]]
+            return type;
+        return make_once();
+    }
+    [[gnu::noinline]] static cgc_type *make_once() {
         static cgc_type type = [] {
             cgc_type t = make();
             cgc_type_ready(&t);
             return t;
         }();
+        ready_.store(&type, std::memory_order_release);
         return &type;
     }
+    static inline std::atomic<cgc_type *> ready_{nullptr};
 };
 
 }  // namespace detail
