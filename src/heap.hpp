@@ -232,11 +232,14 @@ inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
 }
 
 // The common case of untracking a tracked object: the newest young object
-// (an object that dies soon after it was made), no collection running.
+// (an object that dies soon after it was made), not part of a running
+// collection. (During a collection's later phases generation 0 holds the
+// objects tracked since it started, so the newest one may go the same way;
+// during its analysis untracking is refused before this.)
 inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     ObjectArray &young = heap.young[0];
     uint64_t bits = meta_bits(meta);
-    if (heap.phase != Phase::idle || (bits & (kMetaGenerationBits | meta_flag_bits(kCollecting | kUncollectable))) ||
+    if ((bits & (kMetaGenerationBits | meta_flag_bits(kCollecting | kUncollectable))) ||
         (bits & kMetaWordBits) + 1 != young.size() || young.back() != op)
         return false;
     young.pop_back();

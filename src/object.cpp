@@ -377,29 +377,41 @@ void cgc_object_del(void *memory) {
         std::free(op);
 }
 
-cgc_object *cgc_gc_new(cgc_type *type) {
-    // The common case, with no call (so no registers to save): a ready GC
-    // type of a small size, a page with room, no collection due.
+namespace {
+
+// PyObject_GC_New and PyObject_GC_NewVar in the common case, with no call
+// (so no registers to save): a ready GC type, a small object, a page with
+// room, no collection due. Null: take the general path.
+[[gnu::always_inline]] inline cgc_object *try_new_gc(cgc_type *type, cgc_ssize_t nitems) {
     constexpr unsigned long kReadyGc = CGC_TPFLAGS_READY | CGC_TPFLAGS_HAVE_GC;
     Heap *heap = t_current_heap;
-    if (heap && type && (type->tp_flags & kReadyGc) == kReadyGc) {
-        // (A tp_basicsize below sizeof(cgc_object) gets the smallest class,
-        // which holds one; a negative one is not small: slow path.)
-        Page *page = heap->space.page_with_room(static_cast<size_t>(type->tp_basicsize));
-        Generation &young = heap->generations[0];
-        if (page && young.count < young.threshold) {
-            young.count++;
-            auto *op = static_cast<cgc_object *>(heap->space.take_zeroed(page));
-            op->ob_refcnt = 1;
-            op->ob_type = type;
-            if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
-            return op;
-        }
-    }
+    if (!heap || !type || (type->tp_flags & kReadyGc) != kReadyGc) return nullptr;
+    // (Below the small limit nothing overflows; a tp_basicsize below
+    // sizeof(cgc_object) gets the smallest class, which holds one; a
+    // negative size or count is not small.)
+    auto size = static_cast<size_t>(type->tp_basicsize) + static_cast<size_t>(nitems) * static_cast<size_t>(type->tp_itemsize);
+    if (static_cast<size_t>(nitems) > 512 || static_cast<size_t>(type->tp_itemsize) > 512) return nullptr;
+    Page *page = heap->space.page_with_room(size);
+    Generation &young = heap->generations[0];
+    if (!page || young.count >= young.threshold) return nullptr;
+    young.count++;
+    auto *op = static_cast<cgc_object *>(heap->space.take_zeroed(page));
+    op->ob_refcnt = 1;
+    op->ob_type = type;
+    if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
+    if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
+    return op;
+}
+
+}  // namespace
+
+cgc_object *cgc_gc_new(cgc_type *type) {
+    if (cgc_object *op = try_new_gc(type, 0)) return op;
     return allocate_gc(type, 0, "cgc_gc_new (PyObject_GC_New)");
 }
 
 cgc_object *cgc_gc_new_var(cgc_type *type, cgc_ssize_t nitems) {
+    if (cgc_object *op = try_new_gc(type, nitems)) return op;
     return allocate_gc(type, nitems, "cgc_gc_new_var (PyObject_GC_NewVar)");
 }
 
@@ -558,7 +570,7 @@ int cgc_gc_is_finalized(cgc_object *op) {
     return op && has_gc_head(op) && (meta_of(op).flags & kFinalized);
 }
 
-void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
+cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment) {
     // The common case, with no call (so no registers to save): a page with
     // room, no collection due.
     Heap *heap = t_current_heap;
@@ -567,21 +579,28 @@ void *cgc_gc_raw_alloc(size_t size, size_t alignment) {
         Page *page = heap->space.page_with_room(size);
         if (page && young.count < young.threshold) {
             young.count++;
-            return heap->space.take_uninitialized(page);
+            SlotRef slot = heap->space.take_uninitialized(page);
+            return {slot.memory, slot.meta};
         }
     }
-    return raw_alloc_slow(size, alignment);
+    void *memory = raw_alloc_slow(size, alignment);
+    return {memory, memory ? static_cast<void *>(&meta_of(memory)) : nullptr};
+}
+
+void *cgc_gc_raw_alloc(size_t size, size_t alignment) { return cgc_gc_raw_alloc_slot(size, alignment).memory; }
+
+void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
+    auto &meta = *static_cast<GcMeta *>(slot.gc_meta);
+    auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(slot.memory));
+    uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
+    // The offset and the tracking in one store (see track_fast).
+    bool tracked = track && try_track(*page_of(slot.memory)->heap, bits, op);
+    set_meta_bits(meta, bits);
+    if (track && !tracked) track_slow(op);
 }
 
 void cgc_gc_raw_bind(void *memory, cgc_object *op, int track) {
-    Page *page = page_of(memory);
-    GcMeta &meta = page->meta[page->index_of(memory)];
-    auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(memory));
-    uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
-    // The offset and the tracking in one store (see track_fast).
-    bool tracked = track && try_track(*page->heap, bits, op);
-    set_meta_bits(meta, bits);
-    if (track && !tracked) track_slow(op);
+    cgc_gc_raw_bind_slot({memory, &meta_of(memory)}, op, track);
 }
 
 cgc_gc_head *cgc_gc_head_of(cgc_object *op) {

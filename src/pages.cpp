@@ -145,7 +145,7 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
             if (!page) return nullptr;
         }
     }
-    if (page->size_class != kLargeClass) return take_slot(page);
+    if (page->size_class != kLargeClass) return take_slot(page).memory;
     page->bump = 1;
     page->used = 1;
     set_meta_bits(page->meta[0], meta_flag_bits(kAllocated));

@@ -124,6 +124,12 @@ inline GcMeta &meta_of(const void *p) {
     return page->meta[page->index_of(p)];
 }
 
+// A slot just handed out, and its GcMeta.
+struct SlotRef {
+    void *memory;
+    GcMeta *meta;
+};
+
 // The pages of one heap, by size class.
 class PageSpace {
   public:
@@ -135,7 +141,7 @@ class PageSpace {
     // A zero-filled slot of at least `size` bytes with its GcMeta marked
     // allocated (not tracked), or nullptr when out of memory.
     void *allocate(Heap &heap, size_t size) {
-        if (Page *page = page_with_room(size)) return take_slot<true>(page);
+        if (Page *page = page_with_room(size)) return take_slot<true>(page).memory;
         return allocate_slow(heap, size);
     }
     // The fast path's page for `size` bytes: a page of its small size class
@@ -147,9 +153,9 @@ class PageSpace {
     }
     // A slot of page_with_room(), not zeroed: the caller initializes it (a
     // C++ constructor).
-    void *take_uninitialized(Page *page) { return take_slot<false>(page); }
+    SlotRef take_uninitialized(Page *page) { return take_slot<false>(page); }
     // A zero-filled slot of page_with_room().
-    void *take_zeroed(Page *page) { return take_slot<true>(page); }
+    void *take_zeroed(Page *page) { return take_slot<true>(page).memory; }
     void release(void *slot) {
         Page *page = page_of(slot);
         release_at(page, page->index_of(slot));
@@ -200,7 +206,7 @@ class PageSpace {
     // finds it full (allocate_slow unlinks it), so callers stay leaf
     // functions with nothing to save.
     template <bool Zero = true>
-    void *take_slot(Page *page) {
+    SlotRef take_slot(Page *page) {
         uint32_t index;
         uint32_t head = page->free_head;
         if (head) {
@@ -221,7 +227,7 @@ class PageSpace {
         }
         ++page->used;
         set_meta_bits(page->meta[index], meta_flag_bits(kAllocated));  // (one store: see track_fast)
-        return slot;
+        return {slot, &page->meta[index]};
     }
     void *allocate_slow(Heap &heap, size_t size);
     void release_slow(Page *page, void *slot);

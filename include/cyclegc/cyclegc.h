@@ -229,6 +229,16 @@ CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
 /* Tells where in `memory` the object's C part (cgc_object) is, once built,
  * and tracks it if `track` is non-zero. */
 CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op, int track);
+/* The same two steps with a handle to the memory's collector metadata
+ * carried from one to the other (returned in registers), so that binding
+ * need not look it up again: what cyclegc::make uses. `memory` is NULL when
+ * the allocation failed; free with cgc_gc_raw_free(slot.memory). */
+typedef struct cgc_raw_slot {
+    void *memory;
+    void *gc_meta; /* opaque */
+} cgc_raw_slot;
+CGC_API cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment);
+CGC_API void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track);
 /* Untracks a dying object (as cgc_gc_untrack) and tells whether a
  * collection is running (as cgc_is_collecting): one call for the C++ API's
  * destructor path. */

@@ -23,7 +23,8 @@ ref<T> make(Args &&...args) {
     static_assert(!std::is_abstract_v<T>, "cyclegc::make<T>: T is abstract");
     static_assert(alignof(T) <= 16, "cyclegc::make<T>: T needs more than 16-byte alignment");
     cgc_type *type = type_of<T>();
-    void *memory = cgc_gc_raw_alloc(sizeof(T), alignof(T));
+    cgc_raw_slot slot = cgc_gc_raw_alloc_slot(sizeof(T), alignof(T));
+    void *memory = slot.memory;
     if (!memory) [[unlikely]] detail::throw_bad_alloc();
     T *self;
     if constexpr (std::is_nothrow_constructible_v<T, Args &&...>) {
@@ -38,7 +39,7 @@ ref<T> make(Args &&...args) {
     }
     cgc_object *op = detail::header(self);
     op->ob_type = type;
-    cgc_gc_raw_bind(memory, op, detail::traced<T>);
+    cgc_gc_raw_bind_slot(slot, op, detail::traced<T>);
     return ref<T>::adopt(self);
 }
 
