@@ -52,6 +52,7 @@ static_assert(sizeof(GcMeta) == 8);
 // it whole.
 constexpr uint64_t kMetaWordBits = 0xFFFFFFFFu;
 constexpr uint64_t kMetaGenerationBits = uint64_t(0xFF) << 40;
+constexpr uint64_t kMetaGeneration2 = uint64_t(2) << 40;  // generation 2 (and above: permanent)
 constexpr uint64_t kMetaObjectOffsetBits = uint64_t(0xFF) << 48;
 constexpr uint64_t meta_flag_bits(uint8_t flags) { return uint64_t(flags) << 32; }
 inline uint64_t meta_bits(const GcMeta &meta) {

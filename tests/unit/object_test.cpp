@@ -385,6 +385,66 @@ TEST_F(ObjectTest, RawMemory) {
     cgc_free(nullptr);
 }
 
+// The raw memory of objects that embed their header (the C++ API's path),
+// with the slot handle carried from allocation to binding: bound at an
+// offset, tracked or not, and freed (untracked first) by cgc_gc_raw_free.
+TEST_F(ObjectTest, RawSlotsAreBoundTrackedAndFreed) {
+    size_t live = gci::current_heap().space.live_objects();
+    cgc_raw_slot slot = cgc_gc_raw_alloc_slot(48, 16);
+    ASSERT_NE(slot.memory, nullptr);
+    ASSERT_NE(slot.gc_meta, nullptr);
+    EXPECT_EQ(gci::current_heap().space.live_objects(), live + 1);
+    auto *op = reinterpret_cast<cgc_object *>(static_cast<char *>(slot.memory) + 16);
+    op->ob_refcnt = 1;
+    op->ob_type = &node_type;
+    cgc_gc_raw_bind_slot(slot, op, 1);
+    EXPECT_TRUE(cgc_gc_is_tracked(op));
+    EXPECT_EQ(gci::meta_of(op).object_offset, 16);
+    EXPECT_EQ(&gci::meta_of(op), slot.gc_meta);
+    cgc_gc_raw_free(slot.memory);  // still tracked: untracked, then freed
+    EXPECT_EQ(gci::current_heap().space.live_objects(), live);
+    EXPECT_EQ(cgc_get_count(0), 0);
+
+    // Unbound and untracked (a constructor threw): freed as it is.
+    slot = cgc_gc_raw_alloc_slot(24, 8);
+    ASSERT_NE(slot.memory, nullptr);
+    cgc_gc_raw_free(slot.memory);
+    EXPECT_EQ(gci::current_heap().space.live_objects(), live);
+
+    // More than 16-byte alignment is refused, with no memory and no handle.
+    slot = cgc_gc_raw_alloc_slot(64, 32);
+    EXPECT_EQ(slot.memory, nullptr);
+    EXPECT_EQ(slot.gc_meta, nullptr);
+    expect_one_error(CGC_ERR_VALUE, {"cgc_gc_raw_alloc", "alignment 32"});
+}
+
+// An old object (generation 2) is in no list: untracking it clears its flag
+// only, and it is neither seen by nor kept by later collections.
+TEST_F(ObjectTest, UntrackingAnOldObjectLeavesTheOtherOldObjectsAlone) {
+    cgc_object *a = obj(new_node());
+    cgc_object *b = obj(new_node());
+    cgc_collect(2);  // both old now
+    EXPECT_EQ(gci::meta_of(a).generation, 2);
+    cgc_gc_untrack(a);
+    EXPECT_FALSE(cgc_gc_is_tracked(a));
+    EXPECT_TRUE(cgc_gc_is_tracked(b));
+    cgc_object_list list{};
+    ASSERT_EQ(cgc_get_objects(2, &list), 0);
+    bool saw_a = false, saw_b = false;
+    for (cgc_ssize_t i = 0; i < list.count; ++i) {
+        saw_a |= list.items[i] == a;
+        saw_b |= list.items[i] == b;
+    }
+    cgc_object_list_release(&list);
+    EXPECT_FALSE(saw_a);
+    EXPECT_TRUE(saw_b);
+    cgc_gc_track(a);  // back, in generation 0
+    EXPECT_EQ(gci::meta_of(a).generation, 0);
+    cgc_decref(a);
+    cgc_decref(b);
+    EXPECT_EQ(counters.deallocated, 2);
+}
+
 // ---- The default tp_dealloc ----------------------------------------------------
 
 TEST_F(ObjectTest, DefaultDeallocFinalizesOnceClearsAndFrees) {

@@ -131,5 +131,38 @@ TEST(PagesTest, ArenaContainsItsPagesOnly) {
     heap.space.release(p);
 }
 
+// take_slot leaves a page that fills up in its class list (no call on the
+// fast path); the next allocation finds it full and moves on. Filling pages
+// exactly, freeing from a full page and refilling must keep every slot
+// distinct and accounted for.
+TEST(PagesTest, PagesThatFillUpAreLeftForTheNextAllocation) {
+    Heap heap;
+    constexpr size_t kSize = 48;
+    Page *first = page_of(heap.space.allocate(heap, kSize));
+    heap.space.release(first->slot(0));
+    uint32_t per_page = first->slot_count;
+    std::set<void *> seen;
+    std::vector<void *> slots;
+    for (uint32_t i = 0; i < 2 * per_page + 1; ++i) {
+        void *p = heap.space.allocate(heap, kSize);
+        ASSERT_NE(p, nullptr);
+        ASSERT_TRUE(seen.insert(p).second) << "slot handed out twice";
+        slots.push_back(p);
+    }
+    EXPECT_EQ(heap.space.live_objects(), slots.size());
+    EXPECT_EQ(page_of(slots[per_page - 1])->used, per_page);  // full, and no slot of it reused
+    EXPECT_NE(page_of(slots[per_page]), page_of(slots[per_page - 1]));
+    // Free one slot of the full first page: it is handed out again before
+    // any new page is made.
+    size_t pages = heap.space.pages().size();
+    heap.space.release(slots[3]);
+    void *again = heap.space.allocate(heap, kSize);
+    EXPECT_EQ(again, slots[3]);  // its page, linked again, is the first with room
+    EXPECT_EQ(heap.space.pages().size(), pages);
+    slots[3] = again;
+    for (void *p : slots) heap.space.release(p);
+    EXPECT_EQ(heap.space.live_objects(), 0u);
+}
+
 }  // namespace
 }  // namespace cyclegc::internal
