@@ -253,15 +253,15 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
 void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta);
 
 // Untracks a tracked object (not from inside tp_traverse, which the callers
-// have ruled out): an old object (in no list) and the newest young object
+// have ruled out): the newest young object and an old object (in no list)
 // cheaply, any other one through its list.
 inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
+    if (untrack_newest(heap, meta, op)) return;
     uint64_t bits = meta_bits(meta);
-    if (!(bits & meta_flag_bits(kCollecting | kUncollectable)) && (bits & kMetaGenerationBits) >= kMetaGeneration2) {
+    if (!(bits & meta_flag_bits(kCollecting | kUncollectable)) && (bits & kMetaGenerationBits) >= kMetaGeneration2)
         set_meta_bits(meta, bits & ~meta_flag_bits(kTracked | kReachable));
-        return;
-    }
-    if (!untrack_newest(heap, meta, op)) remove_from_lists(heap, op, meta);
+    else
+        remove_from_lists(heap, op, meta);
 }
 
 // Frees an untracked GC object's slot: it no longer counts toward
