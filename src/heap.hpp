@@ -253,15 +253,24 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
 void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta);
 
 // Untracks a tracked object (not from inside tp_traverse, which the callers
-// have ruled out): the newest young object and an old object (in no list)
-// cheaply, any other one through its list.
+// have ruled out): the newest young object, an old object (in no list) and
+// a member of the running collection's unreachable set (cleared, it dies)
+// inline, any other one through its list.
 inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
     if (untrack_newest(heap, meta, op)) return;
     uint64_t bits = meta_bits(meta);
-    if (!(bits & meta_flag_bits(kCollecting | kUncollectable)) && (bits & kMetaGenerationBits) >= kMetaGeneration2)
+    uint64_t lists = bits & meta_flag_bits(kCollecting | kUncollectable);
+    if (!lists && (bits & kMetaGenerationBits) >= kMetaGeneration2) {
         set_meta_bits(meta, bits & ~meta_flag_bits(kTracked | kReachable));
-    else
-        remove_from_lists(heap, op, meta);
+        return;
+    }
+    auto index = static_cast<uint32_t>(bits & kMetaWordBits);
+    if (lists == meta_flag_bits(kCollecting) && index < heap.unreachable.size() && heap.unreachable[index] == op) {
+        heap.unreachable[index] = nullptr;
+        set_meta_bits(meta, bits & ~meta_flag_bits(kTracked | kCollecting | kReachable));
+        return;
+    }
+    remove_from_lists(heap, op, meta);
 }
 
 // Frees an untracked GC object's slot: it no longer counts toward
