@@ -188,13 +188,20 @@ class PageSpace {
     }
 
     // Calls f(object, meta) for every tracked object, in address order of
-    // each page. f must not allocate or free GC objects.
+    // each page. f must not allocate or free GC objects. A page's scan stops
+    // at its last object: a full collection of a near-empty heap reads little
+    // more than the objects it has.
     template <typename F>
     void for_each_tracked(F f) const {
         for (Page *page : pages_) {
             GcMeta *meta = page->meta;
-            for (uint32_t i = 0, n = page->bump; i < n; ++i)
-                if (meta[i].flags & kTracked) f(page->object_at(i), meta[i]);
+            uint32_t left = page->used;  // objects not seen yet
+            for (uint32_t i = 0, n = page->bump; left != 0 && i < n; ++i) {
+                uint8_t flags = meta[i].flags;
+                if (!(flags & kAllocated)) continue;
+                --left;
+                if (flags & kTracked) f(page->object_at(i), meta[i]);
+            }
         }
     }
 

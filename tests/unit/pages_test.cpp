@@ -164,5 +164,38 @@ TEST(PagesTest, PagesThatFillUpAreLeftForTheNextAllocation) {
     EXPECT_EQ(heap.space.live_objects(), 0u);
 }
 
+// for_each_tracked stops a page's scan after its last object (counted by
+// `used`): objects before and after holes, and the last slot of a full page,
+// are still all seen, untracked ones skipped.
+TEST(PagesTest, WalkingTrackedObjectsSeesEveryOneUpToTheLast) {
+    Heap heap;
+    constexpr size_t kSize = 64;
+    std::vector<void *> slots;
+    void *first = heap.space.allocate(heap, kSize);
+    slots.push_back(first);
+    uint32_t per_page = page_of(first)->slot_count;
+    for (uint32_t i = 1; i < per_page; ++i) slots.push_back(heap.space.allocate(heap, kSize));
+    ASSERT_EQ(page_of(slots.back()), page_of(first));
+    std::set<void *> tracked;
+    for (uint32_t i = 0; i < per_page; ++i) {
+        if (i % 7 == 3) {
+            heap.space.release(slots[i]);  // holes
+        } else if (i % 5 != 1) {
+            meta_of(slots[i]).flags |= kTracked;
+            tracked.insert(slots[i]);
+        }  // else allocated, untracked
+    }
+    ASSERT_TRUE(tracked.count(slots[per_page - 1]));
+    std::set<void *> seen;
+    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &) { EXPECT_TRUE(seen.insert(op).second); });
+    EXPECT_EQ(seen, tracked);
+    for (uint32_t i = 0; i < per_page; ++i) {
+        if (i % 7 == 3) continue;
+        meta_of(slots[i]).flags &= static_cast<uint8_t>(~kTracked);
+        heap.space.release(slots[i]);
+    }
+    EXPECT_EQ(heap.space.live_objects(), 0u);
+}
+
 }  // namespace
 }  // namespace cyclegc::internal
