@@ -141,12 +141,18 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
     destroy_and_free(op);
 }
 
+// release_cxx() of a tracked object that is not the newest young one.
+[[gnu::noinline]] void release_cxx_untracking(cgc_object *op, GcMeta &meta, cgc_destructor destroy_and_free) {
+    untrack_tracked(heap_of(op), meta, op);
+    destroy_and_free(op);
+}
+
 // A C++ object (its type has tp_cxx_destroy and no finalizer) at count 0:
 // what cyclegc::detail::cxx_type<T>::dealloc does, in one call. The type's
 // tp_cxx_destroy runs ~T and frees the memory (cgc_gc_raw_free, which
 // handles weak references or tracking the destructor may have added), so
-// it is a tail call and nothing here outlives it. Anything unusual takes
-// the general path.
+// it is a tail call and nothing here outlives it; so are the calls of the
+// unusual cases (no registers to save on the common path).
 [[gnu::noinline]] void release_cxx(cgc_object *op, cgc_destructor destroy_and_free) {
     Page *page = page_of(op);
     GcMeta &meta = page->meta[page->index_of(op)];
@@ -155,7 +161,10 @@ cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function
         release_cxx_slow(op, destroy_and_free);
         return;
     }
-    if (meta.flags & kTracked) untrack_tracked(heap, meta, op);
+    if ((meta.flags & kTracked) && !untrack_newest(heap, meta, op)) {
+        release_cxx_untracking(op, meta, destroy_and_free);
+        return;
+    }
     destroy_and_free(op);
 }
 
