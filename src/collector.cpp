@@ -109,11 +109,9 @@ void filter_begin(Heap &heap) {
     t_filter = &filter;
 }
 
-void filter_add(Heap &heap, const void *op) {
+// Marks the page of a new member of the set (filter_add).
+[[gnu::noinline]] void filter_add_page(Heap &heap, size_t page) {
     PageFilter &filter = heap.candidate_pages;
-    if (!filter.active) return;
-    size_t page = arena_page_index(op);
-    if (page == filter.last_page) return;  // (consecutive candidates often share a page)
     filter.last_page = page;
     uint64_t &word = filter.bits[page / 64];
     uint64_t bit = uint64_t(1) << (page % 64);
@@ -127,6 +125,15 @@ void filter_add(Heap &heap, const void *op) {
         }
     }
     word |= bit;
+}
+
+// Adds a member of the set: inline when it shares the page of the one
+// before (consecutive candidates often do).
+inline void filter_add(Heap &heap, const void *op) {
+    PageFilter &filter = heap.candidate_pages;
+    if (!filter.active) return;
+    size_t page = arena_page_index(op);
+    if (page != filter.last_page) filter_add_page(heap, page);
 }
 
 void filter_end(Heap &heap) {

@@ -398,8 +398,8 @@ namespace {
     // (Below the small limit nothing overflows; a tp_basicsize below
     // sizeof(cgc_object) gets the smallest class, which holds one; a
     // negative size or count is not small.)
-    auto size = static_cast<size_t>(type->tp_basicsize) + static_cast<size_t>(nitems) * static_cast<size_t>(type->tp_itemsize);
     if (static_cast<size_t>(nitems) > 512 || static_cast<size_t>(type->tp_itemsize) > 512) return nullptr;
+    auto size = static_cast<size_t>(type->tp_basicsize) + static_cast<size_t>(nitems) * static_cast<size_t>(type->tp_itemsize);
     Page *page = heap->space.page_with_room(size);
     Generation &young = heap->generations[0];
     if (!page || young.count >= young.threshold) return nullptr;
