@@ -152,10 +152,11 @@ inline bool may_be_candidate(const void *op) {
     return (filter->bits[page / 64] >> (page % 64)) & 1;
 }
 
-// The candidates of a young collection: the young arrays.
+// The candidates of a young collection: the young arrays. Their GcMeta
+// addresses are worked out once, for the four passes that use them.
 class YoungCandidates {
   public:
-    YoungCandidates(Heap &heap, int generation) {
+    YoungCandidates(Heap &heap, int generation) : metas_(heap.candidate_metas) {
         list_.swap(heap.young[0]);
         if (generation == 1) {
             auto &older = heap.young[1];
@@ -166,14 +167,33 @@ class YoungCandidates {
                 // Out of memory: generation 1 stays out of this collection.
             }
         }
+        try {
+            if (metas_.capacity() < list_.size()) {
+                note_internal_allocation(heap);
+                metas_.reserve(list_.size());
+            }
+            for (cgc_object *op : list_) metas_.push_back(&meta_of(op));
+        } catch (...) {
+            metas_.clear();  // out of memory: work them out in each pass
+        }
     }
+    ~YoungCandidates() { metas_.clear(); }
+    YoungCandidates(const YoungCandidates &) = delete;
+    YoungCandidates &operator=(const YoungCandidates &) = delete;
+
     template <typename F>
     void for_each(F f) {
-        for (cgc_object *op : list_) f(op, meta_of(op));
+        size_t n = list_.size();
+        if (metas_.size() == n) {
+            for (size_t i = 0; i < n; ++i) f(list_[i], *metas_[i]);
+        } else {
+            for (cgc_object *op : list_) f(op, meta_of(op));
+        }
     }
 
   private:
     ObjectArray list_;
+    std::vector<GcMeta *> &metas_;
 };
 
 // Step 1a (and 3); also adds each candidate's page to the filter (started
