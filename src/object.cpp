@@ -72,14 +72,14 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     }
     op->ob_refcnt = 1;
     op->ob_type = type;
-    if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
+    if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
 }
 
 namespace {
 
-cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function) {
+[[gnu::noinline]] cgc_object *allocate_gc(cgc_type *type, cgc_ssize_t nitems, const char *function) {
     if (!ensure_ready(type, function)) return nullptr;
     if (!(type->tp_flags & CGC_TPFLAGS_HAVE_GC)) {
         report(CGC_ERR_MISUSE, "%s: type '%s' does not have Py_TPFLAGS_HAVE_GC; allocate it with "
@@ -398,8 +398,11 @@ namespace {
     // (Below the small limit nothing overflows; a tp_basicsize below
     // sizeof(cgc_object) gets the smallest class, which holds one; a
     // negative size or count is not small.)
-    if (static_cast<size_t>(nitems) > 512 || static_cast<size_t>(type->tp_itemsize) > 512) return nullptr;
-    auto size = static_cast<size_t>(type->tp_basicsize) + static_cast<size_t>(nitems) * static_cast<size_t>(type->tp_itemsize);
+    auto size = static_cast<size_t>(type->tp_basicsize);
+    if (nitems != 0) {  // (PyObject_GC_New: known at compile time)
+        if (static_cast<size_t>(nitems) > 512 || static_cast<size_t>(type->tp_itemsize) > 512) return nullptr;
+        size += static_cast<size_t>(nitems) * static_cast<size_t>(type->tp_itemsize);
+    }
     Page *page = heap->space.page_with_room(size);
     Generation &young = heap->generations[0];
     if (!page || young.count >= young.threshold) return nullptr;
@@ -407,7 +410,7 @@ namespace {
     auto *op = static_cast<cgc_object *>(heap->space.take_zeroed(page));
     op->ob_refcnt = 1;
     op->ob_type = type;
-    if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
+    if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
 }
