@@ -253,12 +253,10 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
 // Removes a tracked object from the young list or the unreachable list.
 void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta);
 
-// Untracks a tracked object (not from inside tp_traverse, which the callers
-// have ruled out): the newest young object, an old object (in no list) and
-// a member of the running collection's unreachable set (cleared, it dies)
-// inline, any other one through its list.
-inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
-    if (untrack_newest(heap, meta, op)) return;
+// Untracks a tracked object that untrack_newest() turned down: an old
+// object (in no list) and a member of the running collection's unreachable
+// set (cleared, it dies) inline, any other one through its list.
+inline void untrack_not_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     uint64_t bits = meta_bits(meta);
     uint64_t lists = bits & meta_flag_bits(kCollecting | kUncollectable);
     if (!lists && (bits & kMetaGenerationBits) >= kMetaGeneration2) {
@@ -272,6 +270,12 @@ inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
         return;
     }
     remove_from_lists(heap, op, meta);
+}
+
+// Untracks a tracked object (not from inside tp_traverse, which the callers
+// have ruled out).
+inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
+    if (!untrack_newest(heap, meta, op)) untrack_not_newest(heap, meta, op);
 }
 
 // Frees an untracked GC object's slot: it no longer counts toward

@@ -72,7 +72,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     }
     op->ob_refcnt = 1;
     op->ob_type = type;
-    if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
+    if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
 }
@@ -143,7 +143,7 @@ namespace {
 
 // release_cxx() of a tracked object that is not the newest young one.
 [[gnu::noinline]] void release_cxx_untracking(cgc_object *op, GcMeta &meta, cgc_destructor destroy_and_free) {
-    untrack_tracked(heap_of(op), meta, op);
+    untrack_not_newest(heap_of(op), meta, op);
     destroy_and_free(op);
 }
 
@@ -210,6 +210,12 @@ void run_deferred_deallocs(Heap &heap) {
     return memory;
 }
 
+// Frees a slot whose object has weak references or is still tracked
+// (cgc_gc_del, cgc_gc_raw_free). Weak references die with their referent:
+// here, after its finalizer (which may have resurrected it, in which case we
+// are not here) and its destructor, as CPython's dealloc clears them;
+// callbacks see them dead. (CPython warns in debug builds about a tracked
+// object freed.)
 [[gnu::noinline]] void raw_free_slow(void *memory) {
     Page *page = page_of(memory);
     uint32_t index = page->index_of(memory);
@@ -217,20 +223,6 @@ void run_deferred_deallocs(Heap &heap) {
     Heap &heap = *page->heap;
     if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
     if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
-    free_slot(heap, page, index);
-}
-
-// cgc_gc_del of an object with weak references, or still tracked.
-[[gnu::noinline]] void gc_del_slow(cgc_object *op) {
-    Page *page = page_of(op);
-    uint32_t index = page->index_of(op);
-    GcMeta &meta = page->meta[index];
-    Heap &heap = *page->heap;
-    // Weak references die with their referent: here, after its finalizer
-    // (which may have resurrected it, in which case we are not here) and its
-    // destructor, as CPython's dealloc clears them; callbacks see them dead.
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(op);
-    if (meta.flags & kTracked) remove_from_lists(heap, op, meta);  // CPython warns in debug builds
     free_slot(heap, page, index);
 }
 
@@ -388,9 +380,20 @@ void cgc_object_del(void *memory) {
 
 namespace {
 
-// PyObject_GC_New and PyObject_GC_NewVar in the common case, with no call
-// (so no registers to save): a ready GC type, a small object, a page with
-// room, no collection due. Null: take the general path.
+// The allocation fast path's page for `size` bytes: a page with room, when
+// no collection is due; the allocation is counted (the caller takes a slot
+// of it at once). No call, so the callers save no registers. Null: take the
+// general path.
+[[gnu::always_inline]] inline Page *fast_page(Heap &heap, size_t size) {
+    Page *page = heap.space.page_with_room(size);
+    Generation &young = heap.generations[0];
+    if (!page || young.count >= young.threshold) return nullptr;
+    young.count++;
+    return page;
+}
+
+// PyObject_GC_New and PyObject_GC_NewVar in the common case: a ready GC
+// type, a small object, fast_page. Null: take the general path.
 [[gnu::always_inline]] inline cgc_object *try_new_gc(cgc_type *type, cgc_ssize_t nitems) {
     constexpr unsigned long kReadyGc = CGC_TPFLAGS_READY | CGC_TPFLAGS_HAVE_GC;
     Heap *heap = t_current_heap;
@@ -403,11 +406,9 @@ namespace {
         if (static_cast<size_t>(nitems) > 512 || static_cast<size_t>(type->tp_itemsize) > 512) return nullptr;
         size += static_cast<size_t>(nitems) * static_cast<size_t>(type->tp_itemsize);
     }
-    Page *page = heap->space.page_with_room(size);
-    Generation &young = heap->generations[0];
-    if (!page || young.count >= young.threshold) return nullptr;
-    young.count++;
-    auto *op = static_cast<cgc_object *>(heap->space.take_zeroed(page));
+    Page *page = fast_page(*heap, size);
+    if (!page) return nullptr;
+    auto *op = static_cast<cgc_object *>(heap->space.take_slot<true>(page).memory);
     op->ob_refcnt = 1;
     op->ob_type = type;
     if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
@@ -474,7 +475,7 @@ void cgc_gc_del(void *memory) {
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
     if (page->meta[index].flags & (kHasWeakrefs | kTracked)) [[unlikely]] {
-        gc_del_slow(op);
+        raw_free_slow(page->slot(index));
         return;
     }
     free_slot(*page->heap, page, index);
@@ -583,15 +584,10 @@ int cgc_gc_is_finalized(cgc_object *op) {
 }
 
 cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment) {
-    // The common case, with no call (so no registers to save): a page with
-    // room, no collection due.
     Heap *heap = t_current_heap;
     if (heap && alignment <= 16) {
-        Generation &young = heap->generations[0];
-        Page *page = heap->space.page_with_room(size);
-        if (page && young.count < young.threshold) {
-            young.count++;
-            SlotRef slot = heap->space.take_uninitialized(page);
+        if (Page *page = fast_page(*heap, size)) {
+            SlotRef slot = heap->space.take_slot<false>(page);
             return {slot.memory, slot.meta};
         }
     }

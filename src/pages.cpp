@@ -154,15 +154,12 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
 }
 
 // (release_at() has poisoned the slot.)
-void PageSpace::release_slow(Page *page, void *slot) {
-    uint32_t index = page->index_of(slot);
+void PageSpace::release_slow(Page *page, uint32_t index) {
     if (page->size_class == kLargeClass) {
         free_page(page);
         return;
     }
-    set_meta_bits(page->meta[index], page->free_head);  // (the free-list link, in one store)
-    page->free_head = index + 1;
-    --page->used;
+    push_free(page, index);
     if (!page->in_partial_list) link_partial(page);
     // An empty page goes back to the system unless it is its class's only
     // page with room (keeping one avoids thrashing at a page boundary).

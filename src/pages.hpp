@@ -152,11 +152,35 @@ class PageSpace {
         Page *page = partial_[(size - 1) / kGranule];
         return page && page->used < page->slot_count ? page : nullptr;
     }
-    // A slot of page_with_room(), not zeroed: the caller initializes it (a
-    // C++ constructor).
-    SlotRef take_uninitialized(Page *page) { return take_slot<false>(page); }
-    // A zero-filled slot of page_with_room().
-    void *take_zeroed(Page *page) { return take_slot<true>(page).memory; }
+    // A slot of a page with room (small classes: page_with_room()), zeroed if
+    // `Zero` (else the caller initializes it: a C++ constructor). No call:
+    // a page that fills up stays in its class list until the next allocation
+    // finds it full (allocate_slow unlinks it), so callers stay leaf
+    // functions with nothing to save.
+    template <bool Zero = true>
+    SlotRef take_slot(Page *page) {
+        uint32_t index;
+        uint32_t head = page->free_head;
+        if (head) {
+            index = head - 1;
+            page->free_head = page->meta[index].word;
+        } else {
+            index = page->bump++;
+        }
+        char *slot = page->slot(index);
+        if (head) {
+            // Reused: zero it (a fresh slot is zero since the page was made).
+            uint32_t size = page->slot_size;
+            unpoison_slot(slot, size);
+            if constexpr (Zero)
+                for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(slot + i, 0, kGranule);
+        } else {
+            unpoison_zeroed(slot, page->slot_size);
+        }
+        ++page->used;
+        set_meta_bits(page->meta[index], meta_flag_bits(kAllocated));  // (one store: see track_fast)
+        return {slot, &page->meta[index]};
+    }
     void release(void *slot) {
         Page *page = page_of(slot);
         release_at(page, page->index_of(slot));
@@ -169,12 +193,10 @@ class PageSpace {
         // The common case: the page stays (it keeps other objects, or it is
         // its class's only page with room, which is kept even when empty).
         if (page->in_partial_list && (page->used > 1 || (!page->next_partial && !page->prev_partial))) {
-            set_meta_bits(page->meta[index], page->free_head);  // (the free-list link, in one store)
-            page->free_head = index + 1;
-            --page->used;
+            push_free(page, index);
             return;
         }
-        release_slow(page, page->slot(index));
+        release_slow(page, index);
     }
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
@@ -209,36 +231,14 @@ class PageSpace {
     static constexpr int kClassCount = 48;
     static constexpr size_t kSmallLimit = 512;  // every multiple of kGranule up to here is a class
 
-    // A slot of a page with room (small classes), zeroed if `Zero`. No call:
-    // a page that fills up stays in its class list until the next allocation
-    // finds it full (allocate_slow unlinks it), so callers stay leaf
-    // functions with nothing to save.
-    template <bool Zero = true>
-    SlotRef take_slot(Page *page) {
-        uint32_t index;
-        uint32_t head = page->free_head;
-        if (head) {
-            index = head - 1;
-            page->free_head = page->meta[index].word;
-        } else {
-            index = page->bump++;
-        }
-        char *slot = page->slot(index);
-        if (head) {
-            // Reused: zero it (a fresh slot is zero since the page was made).
-            uint32_t size = page->slot_size;
-            unpoison_slot(slot, size);
-            if constexpr (Zero)
-                for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(slot + i, 0, kGranule);
-        } else {
-            unpoison_zeroed(slot, page->slot_size);
-        }
-        ++page->used;
-        set_meta_bits(page->meta[index], meta_flag_bits(kAllocated));  // (one store: see track_fast)
-        return {slot, &page->meta[index]};
+    // Puts a freed slot on its page's free list.
+    static void push_free(Page *page, uint32_t index) {
+        set_meta_bits(page->meta[index], page->free_head);  // (the free-list link, in one store)
+        page->free_head = index + 1;
+        --page->used;
     }
     void *allocate_slow(Heap &heap, size_t size);
-    void release_slow(Page *page, void *slot);
+    void release_slow(Page *page, uint32_t index);
     static int class_of(size_t size);
     static size_t class_size(int size_class);
     Page *new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, size_t region_size);
