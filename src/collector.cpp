@@ -152,11 +152,40 @@ inline bool may_be_candidate(const void *op) {
     return (filter->bits[page / 64] >> (page % 64)) & 1;
 }
 
+// Step 1 runs in this scope. Only tp_traverse runs, which must not change
+// the graph. So that the fast paths need no phase test, they are made to
+// fail meanwhile and their slow paths refuse and report:
+// - generation 0's array is parked (empty, no room): tracking (try_track)
+//   and untracking the newest object (untrack_newest) fail;
+// - the deallocation depth is at its limit: cgc_dealloc goes to
+//   dealloc_slow, which refuses to free a tracked object.
+class AnalysisPhase {
+  public:
+    explicit AnalysisPhase(Heap &heap) : heap_(heap), outer_(heap.phase), dealloc_depth_(heap.dealloc_depth) {
+        heap.phase = Phase::finding_unreachable;
+        heap.dealloc_depth = kMaxDeallocDepth;
+        parked_.swap(heap.young[0]);
+    }
+    ~AnalysisPhase() {
+        parked_.swap(heap_.young[0]);  // (nothing was tracked meanwhile)
+        heap_.dealloc_depth = dealloc_depth_;
+        heap_.phase = outer_;
+    }
+    AnalysisPhase(const AnalysisPhase &) = delete;
+    AnalysisPhase &operator=(const AnalysisPhase &) = delete;
+
+  private:
+    Heap &heap_;
+    Phase outer_;
+    int dealloc_depth_;
+    ObjectArray parked_;
+};
+
 // The candidates of a young collection: the young arrays. Their GcMeta
 // addresses are worked out once, for the four passes that use them.
 class YoungCandidates {
   public:
-    YoungCandidates(Heap &heap, int generation) : metas_(heap.candidate_metas) {
+    YoungCandidates(Heap &heap, int generation) : heap_(heap), metas_(heap.candidate_metas) {
         list_.swap(heap.young[0]);
         if (generation == 1) {
             auto &older = heap.young[1];
@@ -177,7 +206,14 @@ class YoungCandidates {
             metas_.clear();  // out of memory: work them out in each pass
         }
     }
-    ~YoungCandidates() { metas_.clear(); }
+    // The array goes back to generation 0 (if nothing was tracked since),
+    // empty: no regrowth after each young collection.
+    ~YoungCandidates() {
+        metas_.clear();
+        ObjectArray &young = heap_.young[0];
+        list_.clear();
+        if (young.empty() && young.capacity() < list_.capacity()) list_.swap(young);
+    }
     YoungCandidates(const YoungCandidates &) = delete;
     YoungCandidates &operator=(const YoungCandidates &) = delete;
 
@@ -192,6 +228,7 @@ class YoungCandidates {
     }
 
   private:
+    Heap &heap_;
     ObjectArray list_;
     std::vector<GcMeta *> &metas_;
 };
@@ -433,12 +470,11 @@ bool is_externally_referenced(Heap &heap, cgc_object *op, const GcMeta &meta) {
 }
 
 Found find_unreachable_full(Heap &heap) {
-    Phase outer = heap.phase;
-    heap.phase = Phase::finding_unreachable;
     for (int g = 0; g < 2; ++g) {  // young objects are candidates too
         for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
         heap.young[g].clear();
     }
+    AnalysisPhase analysis(heap);
     PageSpace &space = heap.space;
     RefCounter counter;
     space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
@@ -481,7 +517,6 @@ Found find_unreachable_full(Heap &heap) {
         meta.generation = 2;
         meta.word = 0;
     });
-    heap.phase = outer;
     return found;
 }
 
@@ -489,8 +524,7 @@ Found find_unreachable_full(Heap &heap) {
 // Step 1: the unreachable candidates end in heap.unreachable.
 template <typename Set>
 Found find_unreachable(Heap &heap, Set &set, int older) {
-    Phase outer = heap.phase;
-    heap.phase = Phase::finding_unreachable;
+    AnalysisPhase analysis(heap);
     Found found;
     filter_begin(heap);
     found.candidates = init_refs(heap, set);
@@ -498,7 +532,6 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
     found.unreachable = sweep(heap, set, marked, older);
-    heap.phase = outer;
     return found;
 }
 
@@ -579,7 +612,7 @@ bool finalize_garbage(Heap &heap) {
 void keep_resurrected(Heap &heap, int older) {
     heap.phase = Phase::checking_resurrection;
     UnreachableSet set{heap.unreachable};
-    heap.phase = Phase::finding_unreachable;
+    AnalysisPhase analysis(heap);
     filter_begin(heap);
     init_refs(heap, set);
     subtract_internal_refs(set);
@@ -597,7 +630,6 @@ void keep_resurrected(Heap &heap, int older) {
     // Indices were overwritten by gc_refs: restore them.
     for (size_t i = 0; i < heap.unreachable.size(); ++i)
         if (cgc_object *op = heap.unreachable[i]) meta_of(op).word = static_cast<uint32_t>(i);
-    heap.phase = Phase::checking_resurrection;
 }
 
 // DEBUG_SAVEALL and uncollectable objects: the garbage list holds them.

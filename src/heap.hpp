@@ -208,14 +208,15 @@ void untrack_slow(cgc_object *op);
 // Tracking (object.cpp): the heap of the object's page keeps the lists.
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 
-// The common case of tracking: not tracked yet, no collection running, room
-// in generation 0's array. Updates `bits` (the object's GcMeta, see
-// meta_bits) for the caller to store; false: take the slow path (which
-// reports misuse).
+// The common case of tracking: not tracked yet, room in generation 0's
+// array. Updates `bits` (the object's GcMeta, see meta_bits) for the caller
+// to store; false: take the slow path (which reports misuse). While a
+// collection analyses the graph, generation 0's array is parked (see
+// ParkedYoung in collector.cpp) and has no room: tracking from tp_traverse
+// takes the slow path, with no phase test here.
 inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
     ObjectArray &young = heap.young[0];
-    if ((bits & meta_flag_bits(kTracked)) || heap.phase != Phase::idle || young.size() == young.capacity())
-        return false;
+    if ((bits & meta_flag_bits(kTracked)) || young.size() == young.capacity()) return false;
     bits &= ~(kMetaWordBits | kMetaGenerationBits | meta_flag_bits(kCollecting | kReachable));
     bits |= meta_flag_bits(kTracked) | young.size();  // generation 0, word = index
     young.push_back(op);
@@ -236,7 +237,8 @@ inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
 // (an object that dies soon after it was made), not part of a running
 // collection. (During a collection's later phases generation 0 holds the
 // objects tracked since it started, so the newest one may go the same way;
-// during its analysis untracking is refused before this.)
+// during its analysis generation 0's array is parked and empty, so this
+// fails and the callers' slow paths refuse.)
 inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     ObjectArray &young = heap.young[0];
     uint64_t bits = meta_bits(meta);

@@ -141,9 +141,15 @@ namespace {
     destroy_and_free(op);
 }
 
-// release_cxx() of a tracked object that is not the newest young one.
+// release_cxx() of a tracked object that is not the newest young one (or
+// of any tracked object while a collection analyses the graph).
 [[gnu::noinline]] void release_cxx_untracking(cgc_object *op, GcMeta &meta, cgc_destructor destroy_and_free) {
-    untrack_not_newest(heap_of(op), meta, op);
+    Heap &heap = heap_of(op);
+    if (heap.phase != Phase::idle) {
+        release_cxx_slow(op, destroy_and_free);
+        return;
+    }
+    untrack_not_newest(heap, meta, op);
     destroy_and_free(op);
 }
 
@@ -157,12 +163,21 @@ namespace {
     Page *page = page_of(op);
     GcMeta &meta = page->meta[page->index_of(op)];
     Heap &heap = *page->heap;
-    if ((meta.flags & (kHeld | kHasWeakrefs)) || heap.phase != Phase::idle) [[unlikely]] {
+    uint8_t flags = meta.flags;
+    if (flags & (kHeld | kHasWeakrefs)) [[unlikely]] {
         release_cxx_slow(op, destroy_and_free);
         return;
     }
-    if ((meta.flags & kTracked) && !untrack_newest(heap, meta, op)) {
-        release_cxx_untracking(op, meta, destroy_and_free);
+    if (flags & kTracked) {
+        // The newest young object goes in any phase (while a collection
+        // analyses, generation 0 is parked and this fails): it was tracked
+        // after the collection started, so it is in no collected cycle.
+        if (!untrack_newest(heap, meta, op)) [[unlikely]] {
+            release_cxx_untracking(op, meta, destroy_and_free);
+            return;
+        }
+    } else if (heap.phase != Phase::idle) [[unlikely]] {
+        release_cxx_slow(op, destroy_and_free);
         return;
     }
     destroy_and_free(op);
@@ -226,6 +241,22 @@ void run_deferred_deallocs(Heap &heap) {
     free_slot(heap, page, index);
 }
 
+// A count reached zero inside tp_traverse. Freeing a tracked object there
+// would leave the collector a dangling pointer: refused (the object stays,
+// with one reference nobody owns). An untracked object is no concern of the
+// collector's: freed.
+static void dealloc_while_analysing(cgc_object *op) {
+    if (has_gc_head(op) && (meta_of(op).flags & kTracked)) {
+        report(CGC_ERR_MISUSE,
+               "Py_DECREF: the last reference to object %p of type '%s' was dropped inside "
+               "tp_traverse, which must not change the object graph; the object is not freed",
+               static_cast<void *>(op), type_name_of(op));
+        op->ob_refcnt = 1;
+        return;
+    }
+    destroy(op);
+}
+
 [[gnu::noinline]] void dealloc_slow(cgc_object *op) {
     if (op->ob_refcnt < 0) {
         report(CGC_ERR_CORRUPTION,
@@ -235,6 +266,11 @@ void run_deferred_deallocs(Heap &heap) {
         return;
     }
     Heap &heap = current_heap();
+    if (heap.phase == Phase::finding_unreachable) {
+        // (The collector sets dealloc_depth to its limit meanwhile, to come here.)
+        dealloc_while_analysing(op);
+        return;
+    }
     if (heap.dealloc_depth >= kMaxDeallocDepth) {
         defer_dealloc(heap, op);
         return;
@@ -535,8 +571,9 @@ void cgc_gc_untrack(void *memory) {
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
         Heap &heap = *page->heap;
+        if (untrack_newest(heap, meta, op)) return;
         if (heap.phase != Phase::finding_unreachable) {  // (else misuse: reported by the slow path)
-            untrack_tracked(heap, meta, op);
+            untrack_not_newest(heap, meta, op);
             return;
         }
     }

@@ -119,6 +119,63 @@ TEST_F(CppMake, LastReferenceReleasedInsideTheConstructorIsReported) {
     cgc_error_clear();
 }
 
+// trace() with a side effect: it releases the only reference to another
+// traced object while the collector analyses the graph (a tp_traverse that
+// changes the graph). Freeing it then would leave the collector a dangling
+// pointer: refused and reported, the object kept.
+struct Victim : cyclegc::object {
+    static inline int destroyed = 0;
+    ref<Victim> next;
+    void trace(tracer &t) { t(next); }
+    ~Victim() { ++destroyed; }
+};
+struct DropsInTrace : cyclegc::object {
+    static inline bool armed = false;
+    ref<DropsInTrace> self;
+    ref<Victim> victim;
+    void trace(tracer &t) {
+        if (armed && !t.clearing()) {
+            armed = false;
+            victim = nullptr;
+        }
+        t(self, victim);
+    }
+};
+
+TEST_F(CppMake, ReleasingTheLastReferenceInsideTraceIsRefused) {
+    std::vector<std::string> errors;
+    cgc_error_hook previous = cgc_set_error_hook(
+        [](cgc_error_kind kind, const char *message, void *context) {
+            if (kind == CGC_ERR_MISUSE) static_cast<std::vector<std::string> *>(context)->push_back(message);
+        },
+        &errors);
+    for (int generation : {0, 2}) {
+        SCOPED_TRACE("generation " + std::to_string(generation));
+        Victim::destroyed = 0;
+        Victim *victim = nullptr;
+        {
+            auto dropper = make<DropsInTrace>();
+            dropper->self = dropper;
+            dropper->victim = make<Victim>();  // the newest young object
+            victim = dropper->victim.get();
+        }
+        DropsInTrace::armed = true;
+        EXPECT_EQ(cyclegc::collect(generation), 1) << "the garbage cycle is collected";
+        EXPECT_FALSE(DropsInTrace::armed);
+        EXPECT_EQ(Victim::destroyed, 0) << "not freed from inside trace()";
+        ASSERT_EQ(errors.size(), 1u);
+        EXPECT_NE(errors[0].find("tp_traverse"), std::string::npos) << errors[0];
+        EXPECT_NE(errors[0].find("Victim"), std::string::npos) << errors[0];
+        errors.clear();
+        EXPECT_EQ(victim->use_count(), 1);
+        EXPECT_TRUE(cgc_gc_is_tracked(victim->as_cobject()));
+        { auto owned = ref<Victim>::adopt(victim); }  // the refused reference, dropped now
+        EXPECT_EQ(Victim::destroyed, 1);
+    }
+    cgc_set_error_hook(previous, nullptr);
+    cgc_error_clear();
+}
+
 struct Member {
     static inline int live = 0;
     Member() { ++live; }

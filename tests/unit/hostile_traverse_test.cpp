@@ -10,6 +10,7 @@
 // | returns an error (stops early)            | return value ignored; unvisited = missed             |
 // | visits NULL, non-GC or untracked objects  | ignored                                              |
 // | tracks or untracks objects                | refused with CGC_ERR_MISUSE naming the type          |
+// | drops the last reference to a tracked one | refused (not freed) with CGC_ERR_MISUSE              |
 // | allocates and frees objects               | must not break the collection (walks the pages)      |
 #include "hostile_types.hpp"
 
@@ -223,6 +224,103 @@ TEST_F(HostileTraverse, TrackingOrUntrackingFromTraverseIsRefusedNamingTheType) 
     cgc_decref(ob(other));
     (void)a;
     (void)b;
+}
+
+// The same in every kind of analysis: a young collection, a full one, and the
+// resurrection check after a finalizer ran, when generation 0 holds what the
+// finalizer made (its newest object is what the untracking fast path takes).
+TEST_F(HostileTraverse, TrackingOrUntrackingTheNewestObjectFromTraverseIsRefusedInEveryAnalysis) {
+    cgc_type final_type = make_type("hostile.Finalizable", /*finalizer=*/true);
+    for (int generation : {0, 1, 2}) {
+        SCOPED_TRACE("generation " + std::to_string(generation));
+        HObj *outsider = make(&plain_type, 10, /*track=*/false);
+        HObj *fresh = nullptr;  // made by the finalizer: the newest young object
+        int refused_at_traverse = 0;
+        hooks.finalize = [&](HObj *) {
+            if (!fresh) fresh = make(&plain_type, 11);
+        };
+        hooks.traverse = [&](HObj *o, cgc_visitproc visit, void *arg) {
+            if (fresh && refused_at_traverse == 0) {  // the resurrection check
+                ++refused_at_traverse;
+                cgc_gc_untrack(ob(fresh));
+                cgc_gc_track(ob(outsider));
+            }
+            return visit_slots(o, visit, arg);
+        };
+        garbage_pair(&final_type, 1, &plain_type, 2);
+        cgc_collect(generation);
+        hooks.traverse = nullptr;
+        hooks.finalize = nullptr;
+        ASSERT_NE(fresh, nullptr);
+        EXPECT_EQ(refused_at_traverse, 1);
+        std::vector<cgc_test::ReportedError> errors = take_errors();
+        ASSERT_EQ(errors.size(), 2u) << cgc_test::describe(errors);
+        for (const auto &error : errors) {
+            EXPECT_EQ(error.kind, CGC_ERR_MISUSE) << error.message;
+            EXPECT_CONTAINS(error.message, "hostile.Plain");
+            EXPECT_CONTAINS(error.message, "tp_traverse");
+        }
+        EXPECT_TRUE(cgc_gc_is_tracked(ob(fresh))) << "the newest young object stays tracked";
+        EXPECT_FALSE(cgc_gc_is_tracked(ob(outsider)));
+        EXPECT_FALSE(alive(1) || alive(2)) << "the collection itself is unaffected";
+        cgc_decref(ob(fresh));
+        EXPECT_FALSE(alive(11));
+        // The young array still works: tracked objects are found and freed.
+        garbage_pair(&plain_type, 3, &plain_type, 4);
+        EXPECT_EQ(cgc_collect(0), 2);
+        cgc_decref(ob(outsider));
+        hooks.finalized.clear();
+    }
+}
+
+// Dropping the last reference to a tracked object inside tp_traverse would
+// free memory the collector is about to read: refused, the object kept (the
+// same for a young candidate, an old object and an object made by a
+// finalizer); an untracked object is freed as usual.
+TEST_F(HostileTraverse, DroppingTheLastReferenceToATrackedObjectFromTraverseIsRefused) {
+    cgc_type final_type = make_type("hostile.Finalizable", /*finalizer=*/true);
+    for (int generation : {0, 2}) {
+        SCOPED_TRACE("generation " + std::to_string(generation));
+        HObj *held = make(&plain_type, 20);  // reachable: a candidate of every collection here
+        HObj *scratch = make(&plain_type, 21, /*track=*/false);
+        HObj *fresh = nullptr;
+        hooks.finalize = [&](HObj *) {
+            if (!fresh) fresh = make(&plain_type, 22);
+        };
+        bool dropped = false;
+        hooks.traverse = [&](HObj *o, cgc_visitproc visit, void *arg) {
+            if (fresh && !dropped) {  // the resurrection check
+                dropped = true;
+                cgc_decref(ob(held));     // refused: tracked
+                cgc_decref(ob(fresh));    // refused: tracked, the newest young object
+                cgc_decref(ob(scratch));  // freed: untracked
+            }
+            return visit_slots(o, visit, arg);
+        };
+        garbage_pair(&final_type, 1, &plain_type, 2);
+        cgc_collect(generation);
+        hooks.traverse = nullptr;
+        hooks.finalize = nullptr;
+        ASSERT_TRUE(dropped);
+        std::vector<cgc_test::ReportedError> errors = take_errors();
+        ASSERT_EQ(errors.size(), 2u) << cgc_test::describe(errors);
+        for (const auto &error : errors) {
+            EXPECT_EQ(error.kind, CGC_ERR_MISUSE) << error.message;
+            EXPECT_CONTAINS(error.message, "hostile.Plain");
+            EXPECT_CONTAINS(error.message, "tp_traverse");
+            EXPECT_CONTAINS(error.message, "not freed");
+        }
+        EXPECT_TRUE(alive(20) && alive(22)) << "tracked objects are not freed from tp_traverse";
+        EXPECT_FALSE(alive(21)) << "an untracked object is";
+        EXPECT_EQ(held->canary, kAlive);
+        EXPECT_EQ(ob(held)->ob_refcnt, 1);
+        EXPECT_FALSE(alive(1) || alive(2));
+        // The refused reference is the test's to drop now.
+        cgc_decref(ob(held));
+        cgc_decref(ob(fresh));
+        EXPECT_FALSE(alive(20) || alive(22));
+        hooks.finalized.clear();
+    }
 }
 
 // A traverse with a side effect: it allocates (a cache, a temporary) and
