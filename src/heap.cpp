@@ -53,6 +53,11 @@ Heap &current_heap_slow() {
     return heap;
 }
 
+void invariant_failed(const char *what, const char *file, int line) {
+    report(CGC_ERR_CORRUPTION, "cyclegc internal invariant broken at %s:%d: %s", file, line, what);
+    std::abort();
+}
+
 void report(cgc_error_kind kind, const char *format, ...) {
     Heap &heap = current_heap();
     char buffer[1024];

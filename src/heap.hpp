@@ -133,6 +133,17 @@ inline Heap &current_heap() {
 // Records an error on the current heap and passes it to the error hook.
 void report(cgc_error_kind kind, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
+// An internal invariant that a fast path relies on without testing it,
+// checked in builds with CYCLEGC_DEBUG >= 1 (the debug and asan presets):
+// a failure is reported as corruption and aborts.
+[[noreturn]] void invariant_failed(const char *what, const char *file, int line);
+#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
+#define CYCLEGC_INVARIANT(condition, what) \
+    ((condition) ? (void)0 : ::cyclegc::internal::invariant_failed(what, __FILE__, __LINE__))
+#else
+#define CYCLEGC_INVARIANT(condition, what) ((void)sizeof(condition))  // (not evaluated)
+#endif
+
 inline const char *type_name(const cgc_type *type) {
     return type && type->tp_name ? type->tp_name : "<unnamed type>";
 }
@@ -243,8 +254,12 @@ inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     ObjectArray &young = heap.young[0];
     uint64_t bits = meta_bits(meta);
     if ((bits & (kMetaGenerationBits | meta_flag_bits(kCollecting | kUncollectable))) ||
-        (bits & kMetaWordBits) + 1 != young.size() || young.back() != op)
+        (bits & kMetaWordBits) + 1 != young.size())
         return false;
+    // A tracked generation-0 object that is in no collection's set is at
+    // its index in generation 0's array (during an analysis, which rewrites
+    // indices, the array is parked and empty).
+    CYCLEGC_INVARIANT(young.back() == op, "untrack_newest: generation 0's array and the object's index disagree");
     young.pop_back();
     set_meta_bits(meta, bits & ~meta_flag_bits(kTracked));
     return true;

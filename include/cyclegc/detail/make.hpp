@@ -33,6 +33,9 @@ ref<T> make(Args &&...args) {
         try {
             self = ::new (memory) T(std::forward<Args>(args)...);
         } catch (...) {
+            // Weak references made to the object meanwhile must not outlive
+            // its memory. (The address of its C part, from the type alone.)
+            cgc_clear_weakrefs(detail::header(static_cast<T *>(memory)));
             cgc_gc_raw_free(memory);
             throw;
         }

@@ -46,12 +46,9 @@ class object {
     // Copying an object's fields never copies its identity or count.
     object(const object &) noexcept : object() {}
     object &operator=(const object &) noexcept { return *this; }
-    // Still of the "under construction" type here only when a constructor
-    // threw (make<T> sets the real type once construction finished): weak
-    // references made to the object meanwhile must not outlive its memory.
-    ~object() {
-        if (header_.ob_type == &detail::constructing_type()) cgc_clear_weakrefs(&header_);
-    }
+    // (When a constructor throws, make<T> clears the weak references made
+    // to the object meanwhile.)
+    ~object() = default;
 
     // This object as a C object (a borrowed reference).
     cgc_object *as_cobject() noexcept { return &header_; }
