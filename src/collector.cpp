@@ -83,8 +83,6 @@ inline bool is_gc_object(cgc_object *op) {
 
 // ---- The candidate-page filter (see PageFilter) ---------------------------
 
-constinit thread_local PageFilter *t_filter = nullptr;
-
 size_t arena_page_index(const void *p) {
     return (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_arena->base())) / kPageSize;
 }
@@ -106,7 +104,6 @@ void filter_begin(Heap &heap) {
     }
     filter.active = true;
     filter.last_page = SIZE_MAX;
-    t_filter = &filter;
 }
 
 // Marks the page of a new member of the set (filter_add).
@@ -141,16 +138,34 @@ void filter_end(Heap &heap) {
     for (uint32_t word : filter.touched) filter.bits[word] = 0;
     filter.touched.clear();
     filter.active = false;
-    t_filter = nullptr;
 }
 
-// False only if `op` is certainly not in the set being analysed.
-inline bool may_be_candidate(const void *op) {
-    PageFilter *filter = t_filter;
-    if (!filter || !filter->active) return true;
-    size_t page = arena_page_index(op);
-    return (filter->bits[page / 64] >> (page % 64)) & 1;
-}
+// The test of every reference a young collection (or the resurrection
+// check) follows: "a GC object that may be in the set being analysed",
+// false only if it certainly is not. The arena's bounds and the filter are
+// loaded once per pass, not once per reference.
+class CandidateTest {
+  public:
+    explicit CandidateTest(const PageFilter &filter)
+        : base_(reinterpret_cast<uintptr_t>(g_arena->base())),
+          size_(g_arena->size()),
+          pages_(filter.active ? filter.bits : nullptr),
+          reserved_(g_arena->reserved()) {}
+    bool operator()(cgc_object *op) const {
+        uintptr_t offset = reinterpret_cast<uintptr_t>(op) - base_;
+        if (offset >= size_) [[unlikely]]  // (not reserved: size 0, no filter)
+            return !reserved_ && op && has_gc_head(op);
+        if (!pages_) return true;
+        size_t page = offset / kPageSize;
+        return (pages_[page / 64] >> (page % 64)) & 1;
+    }
+
+  private:
+    uintptr_t base_;
+    uintptr_t size_;
+    const uint64_t *pages_;
+    bool reserved_;
+};
 
 // Step 1 runs in this scope. Only tp_traverse runs, which must not change
 // the graph. So that the fast paths need no phase test, they are made to
@@ -258,35 +273,51 @@ cgc_ssize_t init_refs(Heap &heap, Set &set) {
     return count;
 }
 
-int visit_subtract(cgc_object *child, void *parent) {
-    if (!is_gc_object(child) || !may_be_candidate(child)) return 0;
+// More references to `child` than its count (out of line: the visitor
+// stays a leaf function).
+[[gnu::noinline, gnu::cold]] void report_too_many_refs(cgc_object *child, GcMeta &meta, cgc_object *from) {
+    report(CGC_ERR_CORRUPTION,
+           "collector: object %p of type '%s' has reference count %td, but more references "
+           "to it were found (the last from %p of type '%s'): a tp_traverse visits a "
+           "reference it does not own, or a Py_INCREF is missing; the object is kept alive",
+           static_cast<void *>(child), type_name_of(child), child->ob_refcnt,
+           static_cast<void *>(from), type_name_of(from));
+    meta.word = kPinnedRefs;
+}
+
+struct SubtractPass {
+    CandidateTest is_candidate;
+    cgc_object *parent;  // the object being traversed (named in errors)
+};
+
+int visit_subtract(cgc_object *child, void *arg) {
+    auto *pass = static_cast<SubtractPass *>(arg);
+    if (!pass->is_candidate(child)) return 0;
     GcMeta &meta = meta_of(child);
+    uint32_t refs = meta.word;
     if (!(meta.flags & kCollecting)) return 0;
-    if (meta.word == 0) {
-        auto *from = static_cast<cgc_object *>(parent);
-        report(CGC_ERR_CORRUPTION,
-               "collector: object %p of type '%s' has reference count %td, but more references "
-               "to it were found (the last from %p of type '%s'): a tp_traverse visits a "
-               "reference it does not own, or a Py_INCREF is missing; the object is kept alive",
-               static_cast<void *>(child), type_name_of(child), child->ob_refcnt,
-               static_cast<void *>(from), type_name_of(from));
-        meta.word = kPinnedRefs;
-    } else if (meta.word != kPinnedRefs) {
-        meta.word--;
-    }
+    if (refs == 0) [[unlikely]]
+        report_too_many_refs(child, meta, pass->parent);
+    else if (refs != kPinnedRefs)
+        meta.word = refs - 1;
     return 0;
 }
 
 // Step 1b.
 template <typename Set>
-void subtract_internal_refs(Set &set) {
-    set.for_each([](cgc_object *op, GcMeta &) { traverse(op, visit_subtract, op); });
+void subtract_internal_refs(Heap &heap, Set &set) {
+    SubtractPass pass{CandidateTest{heap.candidate_pages}, nullptr};
+    set.for_each([&](cgc_object *op, GcMeta &) {
+        pass.parent = op;
+        traverse(op, visit_subtract, &pass);
+    });
 }
 
 struct MarkStack {
     Heap &heap;
     std::vector<cgc_object *> items;
     bool failed = false;
+    CandidateTest is_candidate{heap.candidate_pages};  // (young collections)
 };
 
 // Marks `child` reachable and pushes it, to be traversed; 1 stops the
@@ -304,10 +335,11 @@ int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
 }
 
 int visit_mark(cgc_object *child, void *arg) {
-    if (!is_gc_object(child) || !may_be_candidate(child)) return 0;
+    auto *stack = static_cast<MarkStack *>(arg);
+    if (!stack->is_candidate(child)) return 0;
     GcMeta &meta = meta_of(child);
     if ((meta.flags & (kCollecting | kReachable)) != kCollecting) return 0;
-    return push_reachable(child, meta, static_cast<MarkStack *>(arg));
+    return push_reachable(child, meta, stack);
 }
 
 // Step 1c: marks what the externally referenced candidates reach. Returns
@@ -528,7 +560,7 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     Found found;
     filter_begin(heap);
     found.candidates = init_refs(heap, set);
-    subtract_internal_refs(set);
+    subtract_internal_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
     found.unreachable = sweep(heap, set, marked, older);
@@ -615,7 +647,7 @@ void keep_resurrected(Heap &heap, int older) {
     AnalysisPhase analysis(heap);
     filter_begin(heap);
     init_refs(heap, set);
-    subtract_internal_refs(set);
+    subtract_internal_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
     for (cgc_object *&op : heap.unreachable) {
