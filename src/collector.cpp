@@ -153,8 +153,10 @@ class CandidateTest {
           reserved_(g_arena->reserved()) {}
     bool operator()(cgc_object *op) const {
         uintptr_t offset = reinterpret_cast<uintptr_t>(op) - base_;
-        if (offset >= size_) [[unlikely]]  // (not reserved: size 0, no filter)
-            return !reserved_ && op && has_gc_head(op);
+        // Outside the arena; or no arena (size 0, no filter): is_gc_object's
+        // fallback, written out: calling is_gc_object here instead costs the
+        // 2-cycle loop 10 instructions per cycle (callgrind).
+        if (offset >= size_) [[unlikely]] return !reserved_ && op && has_gc_head(op);
         if (!pages_) return true;
         size_t page = offset / kPageSize;
         return (pages_[page / 64] >> (page % 64)) & 1;

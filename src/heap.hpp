@@ -223,7 +223,7 @@ inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 // array. Updates `bits` (the object's GcMeta, see meta_bits) for the caller
 // to store; false: take the slow path (which reports misuse). While a
 // collection analyses the graph, generation 0's array is parked (see
-// ParkedYoung in collector.cpp) and has no room: tracking from tp_traverse
+// AnalysisPhase in collector.cpp) and has no room: tracking from tp_traverse
 // takes the slow path, with no phase test here.
 inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
     ObjectArray &young = heap.young[0];

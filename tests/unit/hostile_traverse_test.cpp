@@ -226,50 +226,68 @@ TEST_F(HostileTraverse, TrackingOrUntrackingFromTraverseIsRefusedNamingTheType) 
     (void)b;
 }
 
+// Collects `generation` with a garbage pair one member of which has a
+// finalizer. The finalizer makes a new tracked object (id `fresh_id`: the
+// newest young object), and `in_check` runs once, from tp_traverse, in the
+// resurrection check that follows (an analysis with generation 0 not
+// empty). Returns the object the finalizer made.
+HObj *collect_with_resurrection_check(int generation, int fresh_id, const std::function<void(HObj *)> &in_check) {
+    static cgc_type final_type = make_type("hostile.Finalizable", /*finalizer=*/true);
+    HObj *fresh = nullptr;
+    bool ran = false;
+    hooks.finalize = [&](HObj *) {
+        if (!fresh) fresh = make(&plain_type, fresh_id);
+    };
+    hooks.traverse = [&](HObj *o, cgc_visitproc visit, void *arg) {
+        if (fresh && !ran) {
+            ran = true;
+            in_check(fresh);
+        }
+        return visit_slots(o, visit, arg);
+    };
+    garbage_pair(&final_type, 1, &plain_type, 2);
+    cgc_collect(generation);
+    hooks.traverse = nullptr;
+    hooks.finalize = nullptr;
+    hooks.finalized.clear();
+    EXPECT_TRUE(ran) << "tp_traverse ran in the resurrection check";
+    EXPECT_FALSE(alive(1) || alive(2)) << "the collection itself is unaffected";
+    return fresh;
+}
+
+// `count` refusals, each a misuse naming hostile.Plain, tp_traverse and `also`.
+void expect_refused_in_traverse(const std::vector<cgc_test::ReportedError> &errors, size_t count,
+                                const char *also = "") {
+    ASSERT_EQ(errors.size(), count) << cgc_test::describe(errors);
+    for (const auto &error : errors) {
+        EXPECT_EQ(error.kind, CGC_ERR_MISUSE) << error.message;
+        EXPECT_CONTAINS(error.message, "hostile.Plain");
+        EXPECT_CONTAINS(error.message, "tp_traverse");
+        EXPECT_CONTAINS(error.message, also);
+    }
+}
+
 // The same in every kind of analysis: a young collection, a full one, and the
 // resurrection check after a finalizer ran, when generation 0 holds what the
 // finalizer made (its newest object is what the untracking fast path takes).
 TEST_F(HostileTraverse, TrackingOrUntrackingTheNewestObjectFromTraverseIsRefusedInEveryAnalysis) {
-    cgc_type final_type = make_type("hostile.Finalizable", /*finalizer=*/true);
     for (int generation : {0, 1, 2}) {
         SCOPED_TRACE("generation " + std::to_string(generation));
         HObj *outsider = make(&plain_type, 10, /*track=*/false);
-        HObj *fresh = nullptr;  // made by the finalizer: the newest young object
-        int refused_at_traverse = 0;
-        hooks.finalize = [&](HObj *) {
-            if (!fresh) fresh = make(&plain_type, 11);
-        };
-        hooks.traverse = [&](HObj *o, cgc_visitproc visit, void *arg) {
-            if (fresh && refused_at_traverse == 0) {  // the resurrection check
-                ++refused_at_traverse;
-                cgc_gc_untrack(ob(fresh));
-                cgc_gc_track(ob(outsider));
-            }
-            return visit_slots(o, visit, arg);
-        };
-        garbage_pair(&final_type, 1, &plain_type, 2);
-        cgc_collect(generation);
-        hooks.traverse = nullptr;
-        hooks.finalize = nullptr;
+        HObj *fresh = collect_with_resurrection_check(generation, 11, [&](HObj *newest) {
+            cgc_gc_untrack(ob(newest));
+            cgc_gc_track(ob(outsider));
+        });
         ASSERT_NE(fresh, nullptr);
-        EXPECT_EQ(refused_at_traverse, 1);
-        std::vector<cgc_test::ReportedError> errors = take_errors();
-        ASSERT_EQ(errors.size(), 2u) << cgc_test::describe(errors);
-        for (const auto &error : errors) {
-            EXPECT_EQ(error.kind, CGC_ERR_MISUSE) << error.message;
-            EXPECT_CONTAINS(error.message, "hostile.Plain");
-            EXPECT_CONTAINS(error.message, "tp_traverse");
-        }
+        ASSERT_NO_FATAL_FAILURE(expect_refused_in_traverse(take_errors(), 2));
         EXPECT_TRUE(cgc_gc_is_tracked(ob(fresh))) << "the newest young object stays tracked";
         EXPECT_FALSE(cgc_gc_is_tracked(ob(outsider)));
-        EXPECT_FALSE(alive(1) || alive(2)) << "the collection itself is unaffected";
         cgc_decref(ob(fresh));
         EXPECT_FALSE(alive(11));
         // The young array still works: tracked objects are found and freed.
         garbage_pair(&plain_type, 3, &plain_type, 4);
         EXPECT_EQ(cgc_collect(0), 2);
         cgc_decref(ob(outsider));
-        hooks.finalized.clear();
     }
 }
 
@@ -278,48 +296,25 @@ TEST_F(HostileTraverse, TrackingOrUntrackingTheNewestObjectFromTraverseIsRefused
 // same for a young candidate, an old object and an object made by a
 // finalizer); an untracked object is freed as usual.
 TEST_F(HostileTraverse, DroppingTheLastReferenceToATrackedObjectFromTraverseIsRefused) {
-    cgc_type final_type = make_type("hostile.Finalizable", /*finalizer=*/true);
     for (int generation : {0, 2}) {
         SCOPED_TRACE("generation " + std::to_string(generation));
         HObj *held = make(&plain_type, 20);  // reachable: a candidate of every collection here
         HObj *scratch = make(&plain_type, 21, /*track=*/false);
-        HObj *fresh = nullptr;
-        hooks.finalize = [&](HObj *) {
-            if (!fresh) fresh = make(&plain_type, 22);
-        };
-        bool dropped = false;
-        hooks.traverse = [&](HObj *o, cgc_visitproc visit, void *arg) {
-            if (fresh && !dropped) {  // the resurrection check
-                dropped = true;
-                cgc_decref(ob(held));     // refused: tracked
-                cgc_decref(ob(fresh));    // refused: tracked, the newest young object
-                cgc_decref(ob(scratch));  // freed: untracked
-            }
-            return visit_slots(o, visit, arg);
-        };
-        garbage_pair(&final_type, 1, &plain_type, 2);
-        cgc_collect(generation);
-        hooks.traverse = nullptr;
-        hooks.finalize = nullptr;
-        ASSERT_TRUE(dropped);
-        std::vector<cgc_test::ReportedError> errors = take_errors();
-        ASSERT_EQ(errors.size(), 2u) << cgc_test::describe(errors);
-        for (const auto &error : errors) {
-            EXPECT_EQ(error.kind, CGC_ERR_MISUSE) << error.message;
-            EXPECT_CONTAINS(error.message, "hostile.Plain");
-            EXPECT_CONTAINS(error.message, "tp_traverse");
-            EXPECT_CONTAINS(error.message, "not freed");
-        }
+        HObj *fresh = collect_with_resurrection_check(generation, 22, [&](HObj *newest) {
+            cgc_decref(ob(held));     // refused: tracked
+            cgc_decref(ob(newest));   // refused: tracked, the newest young object
+            cgc_decref(ob(scratch));  // freed: untracked
+        });
+        ASSERT_NE(fresh, nullptr);
+        ASSERT_NO_FATAL_FAILURE(expect_refused_in_traverse(take_errors(), 2, "not freed"));
         EXPECT_TRUE(alive(20) && alive(22)) << "tracked objects are not freed from tp_traverse";
         EXPECT_FALSE(alive(21)) << "an untracked object is";
         EXPECT_EQ(held->canary, kAlive);
         EXPECT_EQ(ob(held)->ob_refcnt, 1);
-        EXPECT_FALSE(alive(1) || alive(2));
         // The refused reference is the test's to drop now.
         cgc_decref(ob(held));
         cgc_decref(ob(fresh));
         EXPECT_FALSE(alive(20) || alive(22));
-        hooks.finalized.clear();
     }
 }
 
