@@ -146,11 +146,9 @@ void filter_end(Heap &heap) {
 // loaded once per pass, not once per reference.
 class CandidateTest {
   public:
-    explicit CandidateTest(const PageFilter &filter)
-        : base_(reinterpret_cast<uintptr_t>(g_arena->base())),
-          size_(g_arena->size()),
-          pages_(filter.active ? filter.bits : nullptr),
-          reserved_(g_arena->reserved()) {}
+    // Without a filter: "a GC object" (full collections).
+    CandidateTest() : CandidateTest(nullptr) {}
+    explicit CandidateTest(const PageFilter &filter) : CandidateTest(filter.active ? filter.bits : nullptr) {}
     bool operator()(cgc_object *op) const {
         uintptr_t offset = reinterpret_cast<uintptr_t>(op) - base_;
         // Outside the arena; or no arena (size 0, no filter): is_gc_object's
@@ -163,6 +161,12 @@ class CandidateTest {
     }
 
   private:
+    explicit CandidateTest(const uint64_t *pages)
+        : base_(reinterpret_cast<uintptr_t>(g_arena->base())),
+          size_(g_arena->size()),
+          pages_(pages),
+          reserved_(g_arena->reserved()) {}
+
     uintptr_t base_;
     uintptr_t size_;
     const uint64_t *pages_;
@@ -319,7 +323,7 @@ void subtract_internal_refs(Heap &heap, Set &set) {
 // the next (growing it anew each time cost page faults).
 struct MarkStack {
     Heap &heap;
-    std::vector<cgc_object *> &items = heap.mark_stack;
+    ObjectArray &items = heap.mark_stack;
     bool failed = false;
     size_t marked = 0;  // objects marked reachable (the roots too)
     CandidateTest is_candidate{heap.candidate_pages};  // (young collections)
@@ -333,7 +337,7 @@ int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
     ++stack->marked;
     __builtin_prefetch(child);  // it will be traversed soon
     try {
-        push_counted(stack->heap, stack->items, child);
+        stack->items.push_back(child);  // (growth out of line, and counted)
     } catch (...) {
         stack->failed = true;
         return 1;
@@ -432,6 +436,7 @@ struct RefCounter {
     static constexpr unsigned kDepth = 8;
     GcMeta *pending[kDepth] = {};
     unsigned next = 0;
+    CandidateTest is_gc_object;
 
     static void count(GcMeta *meta) {
         if (is_full_candidate(*meta) && meta->word != UINT32_MAX) meta->word++;
@@ -450,16 +455,18 @@ struct RefCounter {
     }
 };
 
-int visit_count(cgc_object *child, void *counter) {
-    if (is_gc_object(child)) static_cast<RefCounter *>(counter)->add(&meta_of(child));
+int visit_count(cgc_object *child, void *arg) {
+    auto *counter = static_cast<RefCounter *>(arg);
+    if (counter->is_gc_object(child)) counter->add(&meta_of(child));
     return 0;
 }
 
 int visit_mark_full(cgc_object *child, void *arg) {
-    if (!is_gc_object(child)) return 0;
+    auto *stack = static_cast<MarkStack *>(arg);
+    if (!stack->is_candidate(child)) return 0;  // (no page filter: "a GC object")
     GcMeta &meta = meta_of(child);
     if (!is_full_candidate(meta) || (meta.flags & kReachable)) return 0;
-    return push_reachable(child, meta, static_cast<MarkStack *>(arg));
+    return push_reachable(child, meta, stack);
 }
 
 struct FindReferrer {
@@ -793,7 +800,10 @@ void log_generation_sizes(Heap &heap, int generation) {
 void release_large_scratch(Heap &heap) {
     constexpr size_t kKeptEntries = size_t(1) << 20;
     auto release = [](auto &array) {
-        if (array.capacity() > kKeptEntries) std::decay_t<decltype(array)>().swap(array);
+        if (array.capacity() > kKeptEntries) {
+            std::decay_t<decltype(array)> none;
+            array.swap(none);
+        }
     };
     release(heap.unreachable);
     release(heap.mark_stack);

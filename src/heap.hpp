@@ -71,7 +71,7 @@ struct Heap {
     std::vector<cgc_object *> unreachable;
     PageFilter candidate_pages;
     std::vector<GcMeta *> candidate_metas;  // a young collection's (scratch, kept for reuse)
-    std::vector<cgc_object *> mark_stack;   // (scratch, kept for reuse)
+    ObjectArray mark_stack;                 // (scratch, kept for reuse)
     // Its uncollectable objects (legacy finalizers and what they reach), kept
     // apart until the end of the collection, the same way.
     std::vector<cgc_object *> uncollectable;
