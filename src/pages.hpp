@@ -233,12 +233,23 @@ class PageSpace {
         uint16_t tracked[kPageSize / kGranule];
         for (Page *page : pages_) {
             const GcMeta *meta = page->meta;
-            uint32_t n = page->bump;
-            if (page->used == n) {
+            uint32_t n = page->bump, used = page->used;
+            if (used == n) {
                 // No free slot: the objects are (nearly) all tracked, the
                 // test predictable.
                 for (uint32_t i = 0; i < n; ++i)
                     if (meta[i].flags & kTracked) f(page->object_at(i), page->meta[i]);
+                continue;
+            }
+            if (used < n / 16) {
+                // Nearly empty (a page kept after its objects died): few
+                // branches mispredict, and the scan stops at the last object.
+                for (uint32_t i = 0, left = used; left != 0 && i < n; ++i) {
+                    uint8_t flags = meta[i].flags;
+                    if (!(flags & kAllocated)) continue;
+                    --left;
+                    if (flags & kTracked) f(page->object_at(i), page->meta[i]);
+                }
                 continue;
             }
             // Free slots among the objects: the tracked slots' indices are
