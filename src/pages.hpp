@@ -92,14 +92,14 @@ struct Page {
     // ASan or memcheck, the rest of a freed slot is poisoned: poison.hpp.)
     uint32_t free_head;
     uint32_t used;
-    uint32_t size_class;  // kLargeClass for a large page
-    Page *prev_partial;   // pages of this size class with free slots (and perhaps a
-                          // head page that just filled up: see take_slot)
+    uint32_t size_class;     // kLargeClass for a large page
+    uint32_t index_in_heap;  // in PageSpace::pages() (a full collection's walk order)
+    Page *prev_partial;      // pages of this size class with free slots (and perhaps a
+                             // head page that just filled up: see take_slot)
     Page *next_partial;
     size_t region_size;  // bytes of the allocation (large pages: more than kPageSize)
-    uint32_t index_in_heap;
     bool in_partial_list;
-    GcMeta meta[];  // slot_count entries (a flexible array: GNU C++)
+    alignas(8) GcMeta meta[];  // slot_count entries (a flexible array: GNU C++); 8-aligned: AS_GC
 
     uint32_t index_of(const void *p) const {
         uint64_t offset = static_cast<uint64_t>(static_cast<const char *>(p) - slots);
