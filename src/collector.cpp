@@ -13,7 +13,8 @@
 //        the references from outside the candidates: untracked objects,
 //        older generations, C variables;
 //     c. candidates with gc_refs > 0 are reachable, and so is everything
-//        they reach: marked with an explicit stack (no recursion);
+//        they reach: marked with an explicit stack (no recursion; a full
+//        collection leaves objects ahead of its page walk to the walk);
 //     d. the unmarked candidates form the unreachable set (an array; an
 //        object freed or untracked later leaves a NULL behind). The others
 //        move to the next older generation.
