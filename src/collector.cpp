@@ -219,10 +219,7 @@ class YoungCandidates {
             }
         }
         try {
-            if (metas_.capacity() < list_.size()) {
-                note_internal_allocation(heap);
-                metas_.reserve(list_.size());
-            }
+            reserve_counted(heap, metas_, list_.size());
             for (cgc_object *op : list_) metas_.push_back(&meta_of(op));
         } catch (...) {
             metas_.clear();  // out of memory: work them out in each pass
@@ -327,16 +324,22 @@ struct MarkStack {
     ObjectArray &items = heap.mark_stack;
     bool failed = false;
     size_t marked = 0;  // objects marked reachable (the roots too)
-    CandidateTest is_candidate{heap.candidate_pages};  // (young collections)
+    // A young collection's page filter; a full collection starts none, so
+    // for it this is "a GC object".
+    CandidateTest is_candidate{heap.candidate_pages};
     uint64_t finger = 0;  // a full collection's page walk: the slot it is at (walk_position)
     ~MarkStack() { items.clear(); }
 };
 
+inline void mark(GcMeta &meta, MarkStack &stack) {
+    meta.flags |= kReachable;
+    ++stack.marked;
+}
+
 // Marks `child` reachable and pushes it, to be traversed; 1 stops the
 // traversal when the stack cannot grow.
 int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
-    meta.flags |= kReachable;
-    ++stack->marked;
+    mark(meta, *stack);
     __builtin_prefetch(child);  // it will be traversed soon
     try {
         stack->items.push_back(child);  // (growth out of line, and counted)
@@ -482,8 +485,7 @@ int visit_mark_full(cgc_object *child, void *arg) {
     GcMeta &meta = page->meta[index];
     if (!is_full_candidate(meta) || (meta.flags & kReachable)) return 0;
     if (walk_position(page, index) > stack->finger) {
-        meta.flags |= kReachable;
-        ++stack->marked;
+        mark(meta, *stack);
         return 0;
     }
     return push_reachable(child, meta, stack);
@@ -535,20 +537,6 @@ bool is_externally_referenced(Heap &heap, cgc_object *op, const GcMeta &meta) {
     return false;
 }
 
-// Room for `count` more unreachable objects, in one allocation: growing the
-// array by doublings on a fresh heap cost page faults for twice the memory
-// and copies (about 1 ms for 133k unreachable objects). Without the memory,
-// the sweep grows it as it goes.
-void reserve_unreachable(Heap &heap, size_t count) {
-    auto &unreachable = heap.unreachable;
-    if (unreachable.capacity() - unreachable.size() >= count) return;
-    try {
-        note_internal_allocation(heap);
-        unreachable.reserve(unreachable.size() + count);
-    } catch (...) {
-    }
-}
-
 Found find_unreachable_full(Heap &heap) {
     for (int g = 0; g < 2; ++g) {  // young objects are candidates too
         for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
@@ -572,8 +560,7 @@ Found find_unreachable_full(Heap &heap) {
         // traversal to the walk), or referenced from outside: traversed now.
         if (!(meta.flags & kReachable)) {
             if (!is_externally_referenced(heap, op, meta)) return;
-            meta.flags |= kReachable;
-            ++stack.marked;
+            mark(meta, stack);
         }
         Page *page = page_of(op);
         stack.finger = walk_position(page, static_cast<uint32_t>(&meta - page->meta));
@@ -587,8 +574,15 @@ Found find_unreachable_full(Heap &heap) {
     if (stack.failed)
         report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
 
-    if (!stack.failed) reserve_unreachable(heap, static_cast<size_t>(found.candidates) - stack.marked);
+    // Room for the unreachable objects, in one allocation: growing the array
+    // by doublings on a fresh heap cost page faults for twice the memory and
+    // copies (about 1 ms for 133k unreachable objects). Without the memory,
+    // the sweep grows it as it goes.
     auto &unreachable = heap.unreachable;
+    try {
+        if (!stack.failed) reserve_counted(heap, unreachable, static_cast<size_t>(found.candidates) - stack.marked);
+    } catch (...) {
+    }
     space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
         if (!(meta.flags & kReachable) && !stack.failed) {

@@ -180,6 +180,14 @@ template <typename Vector, typename Value>
         note_internal_allocation(heap);
     vector.push_back(value);
 }
+// reserve() for `count` more entries, counting the allocation it makes (as
+// push_counted). Throws when out of memory, real or injected.
+template <typename Vector>
+void reserve_counted(Heap &heap, Vector &vector, size_t count) {
+    if (vector.capacity() - vector.size() >= count) return;
+    note_internal_allocation(heap);
+    vector.reserve(vector.size() + count);
+}
 
 // Runs user code (a finalizer, tp_clear, a callback) from inside the
 // collector: a C++ exception escaping it must not unwind through the
