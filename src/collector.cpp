@@ -141,37 +141,51 @@ void filter_end(Heap &heap) {
     filter.active = false;
 }
 
+// "A GC object": one compare when the arena is reserved. The test of every
+// reference a full collection follows; the arena's bounds are loaded once
+// per pass, not once per reference.
+class GcObjectTest {
+  public:
+    GcObjectTest()
+        : base_(reinterpret_cast<uintptr_t>(g_arena->base())), size_(g_arena->size()), reserved_(g_arena->reserved()) {}
+    bool operator()(cgc_object *op) const {
+        if (offset_in_arena(op) >= size_) [[unlikely]] return outside_arena_is_gc(op);
+        return true;
+    }
+    uintptr_t offset_in_arena(cgc_object *op) const { return reinterpret_cast<uintptr_t>(op) - base_; }
+    // Outside the arena; or no arena (size 0): is_gc_object's fallback,
+    // written out: calling is_gc_object here instead costs the 2-cycle loop
+    // 10 instructions per cycle (callgrind).
+    bool outside_arena_is_gc(cgc_object *op) const { return !reserved_ && op && has_gc_head(op); }
+    uintptr_t size() const { return size_; }
+
+  private:
+    uintptr_t base_;
+    uintptr_t size_;
+    bool reserved_;
+};
+
 // The test of every reference a young collection (or the resurrection
 // check) follows: "a GC object that may be in the set being analysed",
-// false only if it certainly is not. The arena's bounds and the filter are
-// loaded once per pass, not once per reference.
+// false only if it certainly is not.
 class CandidateTest {
   public:
-    // Without a filter: "a GC object" (full collections).
+    // Without a filter: "a GC object".
     CandidateTest() : CandidateTest(nullptr) {}
     explicit CandidateTest(const PageFilter &filter) : CandidateTest(filter.active ? filter.bits : nullptr) {}
     bool operator()(cgc_object *op) const {
-        uintptr_t offset = reinterpret_cast<uintptr_t>(op) - base_;
-        // Outside the arena; or no arena (size 0, no filter): is_gc_object's
-        // fallback, written out: calling is_gc_object here instead costs the
-        // 2-cycle loop 10 instructions per cycle (callgrind).
-        if (offset >= size_) [[unlikely]] return !reserved_ && op && has_gc_head(op);
+        uintptr_t offset = arena_.offset_in_arena(op);
+        if (offset >= arena_.size()) [[unlikely]] return arena_.outside_arena_is_gc(op);
         if (!pages_) return true;
         size_t page = offset / kPageSize;
         return (pages_[page / 64] >> (page % 64)) & 1;
     }
 
   private:
-    explicit CandidateTest(const uint64_t *pages)
-        : base_(reinterpret_cast<uintptr_t>(g_arena->base())),
-          size_(g_arena->size()),
-          pages_(pages),
-          reserved_(g_arena->reserved()) {}
+    explicit CandidateTest(const uint64_t *pages) : pages_(pages) {}
 
-    uintptr_t base_;
-    uintptr_t size_;
+    GcObjectTest arena_;
     const uint64_t *pages_;
-    bool reserved_;
 };
 
 // Step 1 runs in this scope. Only tp_traverse runs, which must not change
@@ -327,6 +341,7 @@ struct MarkStack {
     // A young collection's page filter; a full collection starts none, so
     // for it this is "a GC object".
     CandidateTest is_candidate{heap.candidate_pages};
+    GcObjectTest is_gc_object;  // (a full collection's candidate test: it starts no filter)
     uint64_t finger = 0;  // a full collection's page walk: the slot it is at (walk_position)
     ~MarkStack() { items.clear(); }
 };
@@ -439,9 +454,10 @@ inline bool is_full_candidate(const GcMeta &meta) {
 // cache misses overlap instead of stalling one by one.
 struct RefCounter {
     static constexpr unsigned kDepth = 8;
-    GcMeta *pending[kDepth] = {};
+    GcMeta idle{};  // what an empty place of the line holds: not tracked, so never counted
+    GcMeta *pending[kDepth] = {&idle, &idle, &idle, &idle, &idle, &idle, &idle, &idle};
     unsigned next = 0;
-    CandidateTest is_gc_object;
+    GcObjectTest is_gc_object;
 
     static void count(GcMeta *meta) {
         if (is_full_candidate(*meta) && meta->word != UINT32_MAX) meta->word++;
@@ -449,13 +465,13 @@ struct RefCounter {
     void add(GcMeta *meta) {
         __builtin_prefetch(meta, 1);
         GcMeta *&slot = pending[next++ % kDepth];
-        if (slot) count(slot);
+        count(slot);
         slot = meta;
     }
     void flush() {
         for (GcMeta *&slot : pending) {
-            if (slot) count(slot);
-            slot = nullptr;
+            count(slot);
+            slot = &idle;
         }
     }
 };
@@ -479,7 +495,7 @@ inline uint64_t walk_position(const Page *page, uint32_t index) {
 // goes on the stack (the "finger" of mark-sweep collectors).
 int visit_mark_full(cgc_object *child, void *arg) {
     auto *stack = static_cast<MarkStack *>(arg);
-    if (!stack->is_candidate(child)) return 0;  // (no page filter: "a GC object")
+    if (!stack->is_gc_object(child)) return 0;
     Page *page = page_of(child);
     uint32_t index = page->index_of(child);
     GcMeta &meta = page->meta[index];
@@ -559,7 +575,11 @@ Found find_unreachable_full(Heap &heap) {
         // Marked already (by an object behind the walk, which left its
         // traversal to the walk), or referenced from outside: traversed now.
         if (!(meta.flags & kReachable)) {
-            if (!is_externally_referenced(heap, op, meta)) return;
+            // (The usual answers inline; a count at or below zero, or below
+            // the references found, is reported out of line.)
+            cgc_ssize_t refcnt = op->ob_refcnt;
+            if (refcnt == static_cast<cgc_ssize_t>(meta.word) && refcnt > 0) return;
+            if (!(refcnt > static_cast<cgc_ssize_t>(meta.word)) && !is_externally_referenced(heap, op, meta)) return;
             mark(meta, stack);
         }
         Page *page = page_of(op);
