@@ -34,6 +34,7 @@ int main(int argc, char **argv) {
     cgcmicro::register_heap_benchmarks(config);
     benchmark::AddCustomContext("max_heap", std::to_string(config.max_heap));
     benchmark::AddCustomContext("old_heap", std::to_string(config.old_heap));
+    benchmark::AddCustomContext("linked", CYCLEGC_BENCH_LINK_NOTE);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

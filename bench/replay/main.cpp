@@ -282,6 +282,7 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
         out += "}";
         out += ",\"cyclegc\":" + json_summary(scg, steps, true);
         if (scp.ran) out += ",\"cpython\":" + json_summary(scp, steps, true) + ",\"cpython_version\":" + json_string(cpython_version());
+        out += ",\"link\":" + json_string(CYCLEGC_BENCH_LINK_NOTE);
         if (sbw.ran) {
             out += ",\"boehm\":{\"build_ns_per_node\":" + json_number(sbw.ns_per[0]) +
                    ",\"collect_garbage_ns_per_node\":" + json_number(sbw.ns_per[1]) +
@@ -354,6 +355,7 @@ int main(int argc, char **argv) {
         std::printf("cyclegc-replay: %s ns per node unless noted; 'per' = nodes (or rewrites) the step is divided by",
                     use_wall_clock() ? "wall-clock" : "thread CPU");
         if (o.cpython) std::printf("; CPython %s embedded; cpy/cgc > 1 means cyclegc is faster", cpython_version().c_str());
+        std::printf("; linked: %s", CYCLEGC_BENCH_LINK_NOTE);
         std::printf("\n");
     }
     std::vector<std::function<Graph()>> sources;
