@@ -39,7 +39,7 @@ extern "C" {
  * a call and a jump (GCC's -fno-plt, for this API only): about 1.5 ns per
  * object in a loop that allocates, tracks and frees. A static link makes
  * the calls direct. */
-#  if !defined(CYCLEGC_BUILDING) && defined(__has_attribute)
+#  if !defined(CYCLEGC_BUILDING) && defined(__x86_64__) && defined(__has_attribute)
 #    if __has_attribute(noplt)
 #      define CGC_API __attribute__((visibility("default"), noplt))
 #    endif
