@@ -338,10 +338,8 @@ struct MarkStack {
     ObjectArray &items = heap.mark_stack;
     bool failed = false;
     size_t marked = 0;  // objects marked reachable (the roots too)
-    // A young collection's page filter; a full collection starts none, so
-    // for it this is "a GC object".
-    CandidateTest is_candidate{heap.candidate_pages};
-    GcObjectTest is_gc_object;  // (a full collection's candidate test: it starts no filter)
+    CandidateTest is_candidate{heap.candidate_pages};  // a young collection's test
+    GcObjectTest is_gc_object;  // a full collection's (it starts no page filter)
     uint64_t finger = 0;  // a full collection's page walk: the slot it is at (walk_position)
     ~MarkStack() { items.clear(); }
 };
@@ -453,6 +451,10 @@ inline bool is_full_candidate(const GcMeta &meta) {
 // its reference is seen and incremented a few references later, so the
 // cache misses overlap instead of stalling one by one.
 struct RefCounter {
+    RefCounter() = default;
+    RefCounter(const RefCounter &) = delete;  // (pending points into it)
+    RefCounter &operator=(const RefCounter &) = delete;
+
     static constexpr unsigned kDepth = 8;
     GcMeta idle{};  // what an empty place of the line holds: not tracked, so never counted
     GcMeta *pending[kDepth] = {&idle, &idle, &idle, &idle, &idle, &idle, &idle, &idle};
@@ -536,21 +538,18 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
            static_cast<void *>(referrer), referrer ? type_name_of(referrer) : "?");
 }
 
-bool is_externally_referenced(Heap &heap, cgc_object *op, const GcMeta &meta) {
+// A full collection's candidate whose count is at or below zero, or below
+// the references found to it: reported; the caller keeps it alive.
+[[gnu::noinline]] void report_bad_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
     cgc_ssize_t refcnt = op->ob_refcnt;
     if (refcnt <= 0) {
         report(CGC_ERR_CORRUPTION,
                "collector: tracked object %p of type '%s' has reference count %td: its "
                "tp_dealloc did not untrack it, or a Py_DECREF is too many; kept alive",
                static_cast<void *>(op), type_name_of(op), refcnt);
-        return true;
+        return;
     }
-    if (static_cast<uint64_t>(refcnt) > meta.word) return true;
-    if (static_cast<uint64_t>(refcnt) < meta.word) {
-        report_broken_count(heap, op, meta);
-        return true;
-    }
-    return false;
+    report_broken_count(heap, op, meta);
 }
 
 Found find_unreachable_full(Heap &heap) {
@@ -575,11 +574,10 @@ Found find_unreachable_full(Heap &heap) {
         // Marked already (by an object behind the walk, which left its
         // traversal to the walk), or referenced from outside: traversed now.
         if (!(meta.flags & kReachable)) {
-            // (The usual answers inline; a count at or below zero, or below
-            // the references found, is reported out of line.)
             cgc_ssize_t refcnt = op->ob_refcnt;
-            if (refcnt == static_cast<cgc_ssize_t>(meta.word) && refcnt > 0) return;
-            if (!(refcnt > static_cast<cgc_ssize_t>(meta.word)) && !is_externally_referenced(heap, op, meta)) return;
+            auto found_refs = static_cast<cgc_ssize_t>(meta.word);
+            if (refcnt == found_refs && refcnt > 0) return;  // referenced from candidates only, so far
+            if (refcnt <= 0 || refcnt < found_refs) report_bad_count(heap, op, meta);  // kept alive
             mark(meta, stack);
         }
         Page *page = page_of(op);
