@@ -74,14 +74,6 @@ void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
     if (cgc_traverseproc traverse_function = op->ob_type->tp_traverse) traverse_function(op, visit, arg);
 }
 
-// Whether `op` is a GC object (has a GcMeta): one compare when the arena is
-// reserved, instead of reading the object's type (a cache miss).
-inline bool is_gc_object(cgc_object *op) {
-    // (A hostile tp_traverse may visit NULL: the arena test rejects it; the
-    // fallback must not read its type.)
-    return g_arena->reserved() ? g_arena->contains(op) : op && has_gc_head(op);
-}
-
 // ---- The candidate-page filter (see PageFilter) ---------------------------
 
 size_t arena_page_index(const void *p) {
@@ -141,9 +133,10 @@ void filter_end(Heap &heap) {
     filter.active = false;
 }
 
-// "A GC object": one compare when the arena is reserved. The test of every
-// reference a full collection follows; the arena's bounds are loaded once
-// per pass, not once per reference.
+// Whether an object a traversal visits is a GC object (has a GcMeta): one
+// compare when the arena is reserved, instead of reading the object's type
+// (a cache miss). The test of every reference a full collection follows;
+// the arena's bounds are loaded once per pass, not once per reference.
 class GcObjectTest {
   public:
     GcObjectTest()
@@ -153,9 +146,9 @@ class GcObjectTest {
         return true;
     }
     uintptr_t offset_in_arena(cgc_object *op) const { return reinterpret_cast<uintptr_t>(op) - base_; }
-    // Outside the arena; or no arena (size 0): is_gc_object's fallback,
-    // written out: calling is_gc_object here instead costs the 2-cycle loop
-    // 10 instructions per cycle (callgrind).
+    // Outside the arena; or no arena (size 0): the object's type decides.
+    // (A hostile tp_traverse may visit NULL: the arena test rejects it; this
+    // must not read its type.)
     bool outside_arena_is_gc(cgc_object *op) const { return !reserved_ && op && has_gc_head(op); }
     uintptr_t size() const { return size_; }
 
@@ -180,6 +173,8 @@ class CandidateTest {
         size_t page = offset / kPageSize;
         return (pages_[page / 64] >> (page % 64)) & 1;
     }
+    // The test without the filter (full collections start none).
+    const GcObjectTest &is_gc_object() const { return arena_; }
 
   private:
     explicit CandidateTest(const uint64_t *pages) : pages_(pages) {}
@@ -338,8 +333,7 @@ struct MarkStack {
     ObjectArray &items = heap.mark_stack;
     bool failed = false;
     size_t marked = 0;  // objects marked reachable (the roots too)
-    CandidateTest is_candidate{heap.candidate_pages};  // a young collection's test
-    GcObjectTest is_gc_object;  // a full collection's (it starts no page filter)
+    CandidateTest is_candidate{heap.candidate_pages};  // (a full collection uses is_gc_object())
     uint64_t finger = 0;  // a full collection's page walk: the slot it is at (walk_position)
     ~MarkStack() { items.clear(); }
 };
@@ -497,7 +491,7 @@ inline uint64_t walk_position(const Page *page, uint32_t index) {
 // goes on the stack (the "finger" of mark-sweep collectors).
 int visit_mark_full(cgc_object *child, void *arg) {
     auto *stack = static_cast<MarkStack *>(arg);
-    if (!stack->is_gc_object(child)) return 0;
+    if (!stack->is_candidate.is_gc_object()(child)) return 0;
     Page *page = page_of(child);
     uint32_t index = page->index_of(child);
     GcMeta &meta = page->meta[index];
@@ -653,7 +647,7 @@ void take_uncollectable(Heap &heap, cgc_object *op, GcMeta &meta) {
 }
 
 int visit_legacy_reachable(cgc_object *child, void *heap) {
-    if (!is_gc_object(child)) return 0;
+    if (!GcObjectTest{}(child)) return 0;  // (a cold path: the bounds loaded per call)
     GcMeta &meta = meta_of(child);
     if (meta.flags & kCollecting) take_uncollectable(*static_cast<Heap *>(heap), child, meta);
     return 0;
