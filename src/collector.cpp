@@ -344,8 +344,9 @@ inline void mark(GcMeta &meta, MarkStack &stack) {
 }
 
 // Marks `child` reachable and pushes it, to be traversed; 1 stops the
-// traversal when the stack cannot grow.
-int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
+// traversal when the stack cannot grow. (Out of line: the visitors that
+// call it stay leaf functions on their common path.)
+[[gnu::noinline]] int push_reachable(cgc_object *child, GcMeta &meta, MarkStack *stack) {
     mark(meta, *stack);
     __builtin_prefetch(child);  // it will be traversed soon
     try {
@@ -472,9 +473,20 @@ struct RefCounter {
     }
 };
 
+// The visitors of a full collection are leaf functions on their common path
+// (a reference into the arena): what may call out (a type's tp_is_gc, the
+// mark stack's growth) is tail-called, so no register is saved per visit.
+[[gnu::noinline]] int visit_count_outside_arena(cgc_object *child, void *arg) {
+    auto *counter = static_cast<RefCounter *>(arg);
+    if (counter->is_gc_object.outside_arena_is_gc(child)) counter->add(&meta_of(child));
+    return 0;
+}
+
 int visit_count(cgc_object *child, void *arg) {
     auto *counter = static_cast<RefCounter *>(arg);
-    if (counter->is_gc_object(child)) counter->add(&meta_of(child));
+    if (counter->is_gc_object.offset_in_arena(child) >= counter->is_gc_object.size()) [[unlikely]]
+        return visit_count_outside_arena(child, arg);
+    counter->add(&meta_of(child));
     return 0;
 }
 
@@ -484,14 +496,13 @@ inline uint64_t walk_position(const Page *page, uint32_t index) {
     return uint64_t(page->index_in_heap) << 32 | index;
 }
 
-// Marks a candidate reachable. One the page walk has yet to reach is only
-// marked: the walk traverses it when it gets there, in address order (a
-// prefetcher's order), instead of from the stack, in the graph's order (a
-// cache miss each on a heap larger than the cache). Only one behind the walk
-// goes on the stack (the "finger" of mark-sweep collectors).
-int visit_mark_full(cgc_object *child, void *arg) {
-    auto *stack = static_cast<MarkStack *>(arg);
-    if (!stack->is_candidate.is_gc_object()(child)) return 0;
+// Marks a full collection's candidate, if it is one and not marked yet. One
+// the page walk has yet to reach is only marked: the walk traverses it when
+// it gets there, in address order (a prefetcher's order), instead of from
+// the stack, in the graph's order (a cache miss each on a heap larger than
+// the cache). Only one behind the walk goes on the stack (the "finger" of
+// mark-sweep collectors).
+inline int mark_full(cgc_object *child, MarkStack *stack) {
     Page *page = page_of(child);
     uint32_t index = page->index_of(child);
     GcMeta &meta = page->meta[index];
@@ -501,6 +512,20 @@ int visit_mark_full(cgc_object *child, void *arg) {
         return 0;
     }
     return push_reachable(child, meta, stack);
+}
+
+[[gnu::noinline]] int visit_mark_full_outside_arena(cgc_object *child, void *arg) {
+    auto *stack = static_cast<MarkStack *>(arg);
+    if (!stack->is_candidate.is_gc_object().outside_arena_is_gc(child)) return 0;
+    return mark_full(child, stack);
+}
+
+int visit_mark_full(cgc_object *child, void *arg) {
+    auto *stack = static_cast<MarkStack *>(arg);
+    const GcObjectTest &is_gc_object = stack->is_candidate.is_gc_object();
+    if (is_gc_object.offset_in_arena(child) >= is_gc_object.size()) [[unlikely]]
+        return visit_mark_full_outside_arena(child, arg);
+    return mark_full(child, stack);
 }
 
 struct FindReferrer {
