@@ -14,8 +14,11 @@ namespace cyclegc::internal {
 namespace {
 
 // 64 GiB of address space: a billion small objects. Reserving costs nothing
-// but page-table entries for what is used.
-constexpr size_t kReservation = size_t(64) << 30;
+// but page-table entries for what is used. Where that much cannot be had
+// (an address-space limit; valgrind, which cannot map 64 GiB), smaller ones
+// are tried: the exact "is a GC object" test is worth having even then, and
+// pages beyond a full arena come from posix_memalign (Arena::allocate).
+constexpr size_t kReservations[] = {size_t(64) << 30, size_t(16) << 30, size_t(4) << 30, size_t(1) << 30};
 
 // Empty single pages are kept for reuse, up to this many bytes, without
 // giving their memory back: handing such a page out again costs a memset
@@ -49,24 +52,36 @@ Arena &Arena::instance() {
 
 Arena::Arena() {
     if (std::getenv("CYCLEGC_NO_ARENA")) return;  // test the fallback path
-    // Reserve twice the alignment's worth extra, then trim to alignment.
-    size_t bytes = kReservation + kPageSize;
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return;
-    auto start = reinterpret_cast<uintptr_t>(p);
-    uintptr_t aligned = (start + kPageSize - 1) & ~(uintptr_t(kPageSize) - 1);
-    base_ = aligned;
-    size_ = kReservation;
-    state().next = aligned;
+    if (const char *bytes = std::getenv("CYCLEGC_ARENA_BYTES")) {  // a small arena, to test its overflow
+        reserve(std::strtoull(bytes, nullptr, 10) / kPageSize * kPageSize);
+        return;
+    }
+    for (size_t size : kReservations)
+        if (reserve(size)) return;
 }
+
+bool Arena::reserve(size_t size) {
+    if (size == 0) return false;
+    // One alignment's worth extra, to start at an aligned address.
+    void *p = mmap(nullptr, size + kPageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    base_ = (reinterpret_cast<uintptr_t>(p) + kPageSize - 1) & ~(uintptr_t(kPageSize) - 1);
+    size_ = size;
+    state().next = base_;
+    return true;
+}
+
+namespace {
+void *allocate_outside(size_t bytes, bool &dirty) {
+    void *memory = nullptr;
+    dirty = true;
+    return posix_memalign(&memory, kPageSize, bytes) == 0 ? memory : nullptr;
+}
+}  // namespace
 
 void *Arena::allocate(size_t bytes, bool &dirty) {
     dirty = false;
-    if (!reserved()) {
-        void *memory = nullptr;
-        dirty = true;
-        return posix_memalign(&memory, kPageSize, bytes) == 0 ? memory : nullptr;
-    }
+    if (!reserved()) return allocate_outside(bytes, dirty);
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (bytes == kPageSize && !s.retained_pages.empty()) {
@@ -88,14 +103,19 @@ void *Arena::allocate(size_t bytes, bool &dirty) {
             return region;
         }
     }
-    if (s.next + bytes > base_ + size_) return nullptr;
+    if (s.next + bytes > base_ + size_) {
+        // The arena is full: pages from here on are outside it, and the
+        // collector asks their objects' types whether they are GC objects.
+        overflowed_.store(true, std::memory_order_relaxed);
+        return allocate_outside(bytes, dirty);
+    }
     void *region = reinterpret_cast<void *>(s.next);
     s.next += bytes;
     return region;
 }
 
 void Arena::release(void *region, size_t bytes) {
-    if (!reserved()) {
+    if (!contains(region)) {
         std::free(region);
         return;
     }

@@ -3,10 +3,12 @@
 // pointer is a GC object with one subtraction and compare, without reading
 // the object: during a collection, most of the time goes into following
 // references to objects that are not in cache, and this saves one cache miss
-// per reference. If the reservation fails (a low address-space limit), pages
-// come from posix_memalign and the collector asks the object's type instead.
+// per reference. If no reservation can be had (a low address-space limit),
+// or once the arena is full, pages come from posix_memalign and the
+// collector asks the object's type instead.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,14 +29,19 @@ class Arena {
     size_t release_retained();
 
     bool reserved() const { return base_ != 0; }
+    // Whether every GC page is in the arena: it is reserved and has never
+    // been full. (Once false, it stays false.)
+    bool holds_every_page() const { return reserved() && !overflowed_.load(std::memory_order_relaxed); }
     const void *base() const { return reinterpret_cast<const void *>(base_); }
     size_t size() const { return size_; }
     bool contains(const void *p) const { return reinterpret_cast<uintptr_t>(p) - base_ < size_; }
 
   private:
     Arena();
+    bool reserve(size_t size);
     uintptr_t base_ = 0;
     uintptr_t size_ = 0;
+    std::atomic<bool> overflowed_{false};
 };
 
 // The one arena, for the hot check in the collector.

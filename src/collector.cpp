@@ -84,7 +84,7 @@ size_t arena_page_index(const void *p) {
 void filter_begin(Heap &heap) {
     PageFilter &filter = heap.candidate_pages;
     filter.active = false;
-    if (!g_arena->reserved()) return;
+    if (!g_arena->holds_every_page()) return;  // (pages outside the arena have no bit)
     if (!filter.bits) {
         try {
             note_internal_allocation(heap);
@@ -140,22 +140,24 @@ void filter_end(Heap &heap) {
 class GcObjectTest {
   public:
     GcObjectTest()
-        : base_(reinterpret_cast<uintptr_t>(g_arena->base())), size_(g_arena->size()), reserved_(g_arena->reserved()) {}
+        : base_(reinterpret_cast<uintptr_t>(g_arena->base())),
+          size_(g_arena->size()),
+          every_page_inside_(g_arena->holds_every_page()) {}
     bool operator()(cgc_object *op) const {
         if (offset_in_arena(op) >= size_) [[unlikely]] return outside_arena_is_gc(op);
         return true;
     }
     uintptr_t offset_in_arena(cgc_object *op) const { return reinterpret_cast<uintptr_t>(op) - base_; }
-    // Outside the arena; or no arena (size 0): the object's type decides.
-    // (A hostile tp_traverse may visit NULL: the arena test rejects it; this
-    // must not read its type.)
-    bool outside_arena_is_gc(cgc_object *op) const { return !reserved_ && op && has_gc_head(op); }
+    // Outside the arena; or no arena (size 0): the object's type decides,
+    // unless every GC page is in the arena. (A hostile tp_traverse may visit
+    // NULL: the arena test rejects it; this must not read its type.)
+    bool outside_arena_is_gc(cgc_object *op) const { return !every_page_inside_ && op && has_gc_head(op); }
     uintptr_t size() const { return size_; }
 
   private:
     uintptr_t base_;
     uintptr_t size_;
-    bool reserved_;
+    bool every_page_inside_;
 };
 
 // The test of every reference a young collection (or the resurrection

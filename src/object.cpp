@@ -302,7 +302,7 @@ struct GcPointer {
 };
 
 GcPointer resolve_gc_pointer(void *memory) {
-    if (!memory || !g_arena->reserved() || !g_arena->contains(memory)) return {};
+    if (!memory || !g_arena->contains(memory)) return {};
     Page *page = page_of(memory);
     auto *meta = static_cast<GcMeta *>(memory);
     if (meta >= page->meta && meta < page->meta + page->slot_count)

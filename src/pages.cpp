@@ -21,9 +21,9 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // Before a page goes back to the arena: its free slots may be poisoned
 // (poison.hpp). The arena keeps its pages, and new_page() unpoisons one
-// before reuse; the fallback hands them to free(): unpoisoned first.
+// before reuse; pages outside it go to free(): unpoisoned first.
 void unpoison_before_release(void *region, size_t bytes) {
-    if (!Arena::instance().reserved()) unpoison_slot(region, bytes);
+    if (!Arena::instance().contains(region)) unpoison_slot(region, bytes);
 }
 
 }  // namespace
