@@ -429,6 +429,9 @@ cgc_ssize_t sweep(Heap &heap, Set &set, bool marked, int older) {
 struct Found {
     cgc_ssize_t candidates = 0;
     cgc_ssize_t unreachable = 0;
+    // False when no unreachable object can have tp_del or tp_finalize, so
+    // that the pass looking for them is skipped.
+    bool maybe_finalizers = true;
 };
 
 // ---- Full collections ----------------------------------------------------
@@ -588,6 +591,10 @@ Found find_unreachable_full(Heap &heap) {
 
     MarkStack stack{heap};
     Found found;
+    // Whether an object the walk leaves unmarked (the unreachable objects are
+    // among them) has a type with tp_del or tp_finalize: read here, where the
+    // object's first line is in cache, instead of in a pass of its own.
+    bool maybe_finalizers = false;
     space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
         ++found.candidates;
@@ -597,7 +604,11 @@ Found find_unreachable_full(Heap &heap) {
         if (!(meta.flags & kReachable)) {
             cgc_ssize_t refcnt = op->ob_refcnt;
             auto found_refs = static_cast<cgc_ssize_t>(meta.word);
-            if (refcnt == found_refs && refcnt > 0) return;  // referenced from candidates only, so far
+            if (refcnt == found_refs && refcnt > 0) {  // referenced from candidates only, so far
+                const cgc_type *type = op->ob_type;
+                maybe_finalizers |= (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
+                return;
+            }
             if (refcnt <= 0 || refcnt < found_refs) report_bad_count(heap, op, meta);  // kept alive
             mark(meta, stack);
         }
@@ -612,6 +623,7 @@ Found find_unreachable_full(Heap &heap) {
     });
     if (stack.failed)
         report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
+    found.maybe_finalizers = maybe_finalizers;
 
     // Room for the unreachable objects, in one allocation: growing the array
     // by doublings on a fresh heap cost page faults for twice the memory and
@@ -895,7 +907,7 @@ Outcome run_collection(Heap &heap, int generation) {
     outcome.candidates = found.candidates;
     update_long_lived(heap, generation, found.candidates - found.unreachable);
 
-    bool finalizers = move_legacy_finalizers(heap);
+    bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
     heap.phase = Phase::finalizing;
