@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 namespace cyclegc::internal {
@@ -34,6 +35,7 @@ struct ArenaState {
     std::vector<void *> retained_pages;         // released single pages, memory kept (dirty)
     std::vector<void *> free_pages;             // released single pages, memory given back (zero)
     std::multimap<size_t, void *> free_regions;  // released larger regions, by size
+    std::unordered_set<uintptr_t> outside;      // regions from posix_memalign, in use
 };
 
 ArenaState &state() {
@@ -72,18 +74,27 @@ bool Arena::reserve(size_t size) {
 }
 
 namespace {
-void *allocate_outside(size_t bytes, bool &dirty) {
+// A region outside the arena, remembered (s.mutex held) so that a pointer
+// into it can still be told from plain memory (is_outside_page).
+void *allocate_outside(ArenaState &s, size_t bytes, bool &dirty) {
     void *memory = nullptr;
     dirty = true;
-    return posix_memalign(&memory, kPageSize, bytes) == 0 ? memory : nullptr;
+    if (posix_memalign(&memory, kPageSize, bytes) != 0) return nullptr;
+    try {
+        s.outside.insert(reinterpret_cast<uintptr_t>(memory));
+    } catch (...) {
+        std::free(memory);
+        return nullptr;
+    }
+    return memory;
 }
 }  // namespace
 
 void *Arena::allocate(size_t bytes, bool &dirty) {
     dirty = false;
-    if (!reserved()) return allocate_outside(bytes, dirty);
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (!reserved()) return allocate_outside(s, bytes, dirty);
     if (bytes == kPageSize && !s.retained_pages.empty()) {
         void *page = s.retained_pages.back();
         s.retained_pages.pop_back();
@@ -107,7 +118,7 @@ void *Arena::allocate(size_t bytes, bool &dirty) {
         // The arena is full: pages from here on are outside it, and the
         // collector asks their objects' types whether they are GC objects.
         overflowed_.store(true, std::memory_order_relaxed);
-        return allocate_outside(bytes, dirty);
+        return allocate_outside(s, bytes, dirty);
     }
     void *region = reinterpret_cast<void *>(s.next);
     s.next += bytes;
@@ -115,12 +126,13 @@ void *Arena::allocate(size_t bytes, bool &dirty) {
 }
 
 void Arena::release(void *region, size_t bytes) {
+    ArenaState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
     if (!contains(region)) {
+        s.outside.erase(reinterpret_cast<uintptr_t>(region));
         std::free(region);
         return;
     }
-    ArenaState &s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
     if (bytes == kPageSize && (s.retained_pages.size() + 1) * kPageSize <= kMaxRetainedBytes) {
         try {
             s.retained_pages.push_back(region);
@@ -139,6 +151,13 @@ void Arena::release(void *region, size_t bytes) {
     } catch (...) {
         // Losing track of a region leaks address space, not memory.
     }
+}
+
+bool Arena::is_outside_page(const void *page_start) const {
+    if (holds_every_page()) return false;
+    ArenaState &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.outside.count(reinterpret_cast<uintptr_t>(page_start)) != 0;
 }
 
 size_t Arena::release_retained() {

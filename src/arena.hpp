@@ -35,6 +35,9 @@ class Arena {
     const void *base() const { return reinterpret_cast<const void *>(base_); }
     size_t size() const { return size_; }
     bool contains(const void *p) const { return reinterpret_cast<uintptr_t>(p) - base_ < size_; }
+    // Whether `page_start` starts a GC region outside the arena (no arena,
+    // or one that filled up). Takes a lock: for cold paths only.
+    bool is_outside_page(const void *page_start) const;
 
   private:
     Arena();

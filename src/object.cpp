@@ -302,7 +302,11 @@ struct GcPointer {
 };
 
 GcPointer resolve_gc_pointer(void *memory) {
-    if (!memory || !g_arena->contains(memory)) return {};
+    if (!memory) return {};
+    // In the arena; or in a page outside it (no arena, or a full one), which
+    // the arena remembers: a plain malloc block never lies inside one.
+    if (!g_arena->contains(memory) && (g_arena->holds_every_page() || !g_arena->is_outside_page(page_of(memory))))
+        return {};
     Page *page = page_of(memory);
     auto *meta = static_cast<GcMeta *>(memory);
     if (meta >= page->meta && meta < page->meta + page->slot_count)
