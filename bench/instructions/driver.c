@@ -1,0 +1,40 @@
+/* A driver for counting instructions with callgrind: the loops of the
+ * micro-benchmarks (bench/micro/loops.h) against <cyclegc/Python.h>, without
+ * Google Benchmark's own work around them. bench/instructions/count.sh runs
+ * it twice with different sizes and prints the difference per iteration.
+ *
+ *   driver acyclic N      N allocate + track + release
+ *   driver cycles N       N short-lived 2-cycles, automatic collection on
+ *   driver tree N C       a live binary tree of N objects, then 1 + C full collections
+ */
+#include <cyclegc/Python.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOOP_PREFIX cg
+#include "../micro/loops.h"
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: driver acyclic|cycles N | driver tree N COLLECTIONS\n");
+        return 2;
+    }
+    long n = atol(argv[2]);
+    cg_ready();
+    if (strcmp(argv[1], "acyclic") == 0) {
+        cg_acyclic(n);
+    } else if (strcmp(argv[1], "cycles") == 0) {
+        cg_cycles(n);
+    } else if (strcmp(argv[1], "tree") == 0 && argc > 3) {
+        void **nodes = cg_build_tree(n);
+        PyGC_Collect();
+        for (int i = 0, c = atoi(argv[3]); i < c; ++i) PyGC_Collect();
+        cg_release_tree(nodes, n);
+    } else {
+        fprintf(stderr, "driver: unknown mode %s\n", argv[1]);
+        return 2;
+    }
+    return 0;
+}
