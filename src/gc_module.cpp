@@ -249,10 +249,10 @@ void cgc_visit_objects(cgc_object_visitor visitor, void *arg) {
     cgc_object_list list{};
     if (!ok || builder.finish(&list) < 0) return;
     bool was_enabled = heap.enabled;
-    heap.enabled = false;
+    heap.set_enabled(false);
     for (cgc_ssize_t i = 0; i < list.count; ++i)
         if (visitor(list.items[i], arg) == 0) break;
-    heap.enabled = was_enabled;
+    heap.set_enabled(was_enabled);
     cgc_object_list_release(&list);
 }
 

@@ -10,7 +10,7 @@
 namespace cyclegc::internal {
 
 Heap::Heap() {
-    for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) generations[g].threshold = kDefaultThresholds[g];
+    for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) set_threshold(g, kDefaultThresholds[g]);
 }
 
 namespace {
@@ -137,14 +137,14 @@ void cgc_heap_set_current(cgc_heap *heap) { t_current_heap = reinterpret_cast<He
 int cgc_enable(void) {
     Heap &heap = current_heap();
     int previous = heap.enabled;
-    heap.enabled = true;
+    heap.set_enabled(true);
     return previous;
 }
 
 int cgc_disable(void) {
     Heap &heap = current_heap();
     int previous = heap.enabled;
-    heap.enabled = false;
+    heap.set_enabled(false);
     return previous;
 }
 
@@ -158,12 +158,12 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
                generation, threshold);
         return;
     }
-    current_heap().generations[generation].threshold = threshold;
+    current_heap().set_threshold(generation, threshold);
 }
 
 cgc_ssize_t cgc_get_threshold(int generation) {
     if (generation < 0 || generation >= CGC_NUM_GENERATIONS) return -1;
-    return current_heap().generations[generation].threshold;
+    return current_heap().requested_thresholds[generation];
 }
 
 cgc_ssize_t cgc_get_count(int generation) {

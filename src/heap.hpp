@@ -8,6 +8,7 @@
 #include <cyclegc/cyclegc.h>
 
 #include <cstdarg>
+#include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <new>
@@ -76,7 +77,25 @@ struct Heap {
     // apart until the end of the collection, the same way.
     std::vector<cgc_object *> uncollectable;
 
-    bool enabled = true;
+    bool enabled = true;  // (written through set_enabled)
+    // Generation 0's threshold is the count at which an allocation asks for
+    // an automatic collection, so none while automatic collection is off
+    // (disabled, or a requested threshold of 0): gc.disable() must not send
+    // every allocation down the slow path once the count passes the
+    // threshold (the count goes on, as CPython's does). The thresholds as
+    // requested are in requested_thresholds (cold, at the end).
+    void set_enabled(bool on) {
+        enabled = on;
+        apply_thresholds();
+    }
+    void set_threshold(int generation, cgc_ssize_t threshold) {
+        requested_thresholds[generation] = threshold;
+        apply_thresholds();
+    }
+    void apply_thresholds() {
+        for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) generations[g].threshold = requested_thresholds[g];
+        if (!enabled || requested_thresholds[0] == 0) generations[0].threshold = PTRDIFF_MAX;
+    }
     Phase phase = Phase::idle;
     cgc_auto_mode auto_mode = CGC_AUTO_AT_ALLOCATION;
     bool collection_due = false;
@@ -118,6 +137,7 @@ struct Heap {
     void *unraisable_hook_context = nullptr;
     void *error_hook_context = nullptr;
     uint64_t error_counts[CGC_ERR_UNRAISABLE + 1] = {};
+    cgc_ssize_t requested_thresholds[CGC_NUM_GENERATIONS] = {};  // (set_threshold)
 
     Heap();
     bool collecting() const { return phase != Phase::idle; }

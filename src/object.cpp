@@ -369,7 +369,7 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
 void note_gc_allocation(Heap &heap) {
     Generation &young = heap.generations[0];
     young.count++;
-    if (young.count <= young.threshold || young.threshold == 0 || !heap.enabled ||
+    if (young.count <= young.threshold || !heap.enabled ||  // (disabled or 0: the threshold is none)
         heap.collecting())
         return;
     if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || heap.dealloc_depth > 0) {

@@ -382,6 +382,35 @@ TEST_F(CollectorTest, GrowingLiveHeapDoesNotRunFullCollectionEveryTime) {
     EXPECT_EQ(counters.deallocated, 140'000);
 }
 
+// gc.disable() stops automatic collections, not the count (CPython's
+// get_count() keeps growing past the threshold); enabling them again makes
+// the next allocation collect. The count is kept on the allocation fast
+// path too, which gc.disable() must not turn off.
+TEST_F(CollectorTest, AllocationsAreCountedWhileDisabledAndCollectOnceEnabled) {
+    cgc_enable();
+    cgc_set_threshold(0, 700);
+    cgc_collect(2);
+    uint64_t young_before = stats_of(0).collections;
+    cgc_disable();
+    std::vector<Node *> nodes;
+    for (int i = 0; i < 2'000; ++i) nodes.push_back(new_node(i));
+    EXPECT_EQ(cgc_get_count(0), 2'000);
+    EXPECT_EQ(stats_of(0).collections, young_before);
+    cgc_enable();
+    nodes.push_back(new_node(2'000));  // past the threshold: collects
+    EXPECT_EQ(stats_of(0).collections, young_before + 1);
+    EXPECT_LT(cgc_get_count(0), 700);
+    // With the threshold at 0, automatic collection is off as well.
+    cgc_set_threshold(0, 0);
+    uint64_t after = stats_of(0).collections;
+    for (int i = 0; i < 2'000; ++i) nodes.push_back(new_node(i));
+    EXPECT_EQ(stats_of(0).collections, after);
+    cgc_set_threshold(0, 700);
+    nodes.push_back(new_node(4'001));
+    EXPECT_EQ(stats_of(0).collections, after + 1);
+    for (Node *node : nodes) cgc_decref(obj(node));
+}
+
 // ---- Re-entrancy ------------------------------------------------------------
 
 TEST_F(CollectorTest, CollectionReturnsZeroWhenReentered) {
