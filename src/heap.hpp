@@ -50,7 +50,7 @@ struct Generation {
     // collection; gen 1..2: collections of the next younger generation since
     // this one was last collected.
     cgc_ssize_t count = 0;
-    cgc_ssize_t threshold = 0;
+    cgc_ssize_t threshold = 0;  // (generation 0: the effective one, Heap::apply_thresholds)
     cgc_generation_stats stats{};
 };
 
