@@ -4,7 +4,9 @@
 #include "pages.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -58,8 +60,14 @@ Arena::Arena() {
         reserve(std::strtoull(bytes, nullptr, 10) / kPageSize * kPageSize);
         return;
     }
+    // Under an address-space limit, take at most a quarter of it: the rest
+    // of the program needs address space too, and pages beyond a full arena
+    // come from posix_memalign anyway.
+    size_t cap = SIZE_MAX;
+    rlimit limit{};
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) cap = limit.rlim_cur / 4;
     for (size_t size : kReservations)
-        if (reserve(size)) return;
+        if (size <= cap && reserve(size)) return;
 }
 
 bool Arena::reserve(size_t size) {

@@ -4,6 +4,9 @@
 #include "pages.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cstdlib>
 
 #include <set>
 #include <vector>
@@ -115,6 +118,21 @@ TEST(PagesTest, MetaIsFoundFromAnInteriorObjectStart) {
     EXPECT_EQ(&meta_of(slot + 8), &meta);
     EXPECT_EQ(&meta_of(slot + 63), &meta);
     heap.space.release(slot);
+}
+
+// Under an address-space limit (ulimit -v) the arena takes at most a
+// quarter of it, leaving the rest to the program. `unit.ulimit` runs this
+// with a 2 GiB limit (where 1 GiB, the smallest reservation, is too much).
+TEST(PagesTest, ArenaTakesAtMostAQuarterOfAnAddressSpaceLimit) {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        GTEST_SKIP() << "no address-space limit (unit.ulimit sets one)";
+    if (std::getenv("CYCLEGC_ARENA_BYTES")) GTEST_SKIP() << "CYCLEGC_ARENA_BYTES sets the size";
+    EXPECT_LE(Arena::instance().size(), limit.rlim_cur / 4);
+    Heap heap;  // pages still come (from posix_memalign if there is no arena)
+    void *p = heap.space.allocate(heap, 64);
+    EXPECT_NE(p, nullptr);
+    heap.space.release(p);
 }
 
 TEST(PagesTest, ArenaContainsItsPagesOnly) {
