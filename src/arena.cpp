@@ -161,8 +161,7 @@ void Arena::release(void *region, size_t bytes) {
     }
 }
 
-bool Arena::is_outside_page(const void *page_start) const {
-    if (holds_every_page()) return false;
+bool Arena::remembers_outside_page(const void *page_start) const {
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     return s.outside.count(reinterpret_cast<uintptr_t>(page_start)) != 0;

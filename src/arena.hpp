@@ -36,12 +36,16 @@ class Arena {
     size_t size() const { return size_; }
     bool contains(const void *p) const { return reinterpret_cast<uintptr_t>(p) - base_ < size_; }
     // Whether `page_start` starts a GC region outside the arena (no arena,
-    // or one that filled up). Takes a lock: for cold paths only.
-    bool is_outside_page(const void *page_start) const;
+    // or one that filled up). Inline while every page is inside; else it
+    // takes a lock: for cold paths only.
+    bool is_outside_page(const void *page_start) const {
+        return !holds_every_page() && remembers_outside_page(page_start);
+    }
 
   private:
     Arena();
     bool reserve(size_t size);
+    bool remembers_outside_page(const void *page_start) const;
     uintptr_t base_ = 0;
     uintptr_t size_ = 0;
     std::atomic<bool> overflowed_{false};

@@ -144,9 +144,10 @@ class GcObjectTest {
           size_(g_arena->size()),
           every_page_inside_(g_arena->holds_every_page()) {}
     bool operator()(cgc_object *op) const {
-        if (offset_in_arena(op) >= size_) [[unlikely]] return outside_arena_is_gc(op);
+        if (!in_arena(op)) [[unlikely]] return outside_arena_is_gc(op);
         return true;
     }
+    bool in_arena(cgc_object *op) const { return offset_in_arena(op) < size_; }
     uintptr_t offset_in_arena(cgc_object *op) const { return reinterpret_cast<uintptr_t>(op) - base_; }
     // Outside the arena; or no arena (size 0): the object's type decides,
     // unless every GC page is in the arena. (A hostile tp_traverse may visit
@@ -489,8 +490,7 @@ struct RefCounter {
 
 int visit_count(cgc_object *child, void *arg) {
     auto *counter = static_cast<RefCounter *>(arg);
-    if (counter->is_gc_object.offset_in_arena(child) >= counter->is_gc_object.size()) [[unlikely]]
-        return visit_count_outside_arena(child, arg);
+    if (!counter->is_gc_object.in_arena(child)) [[unlikely]] return visit_count_outside_arena(child, arg);
     counter->add(&meta_of(child));
     return 0;
 }
@@ -527,8 +527,7 @@ inline int mark_full(cgc_object *child, MarkStack *stack) {
 
 int visit_mark_full(cgc_object *child, void *arg) {
     auto *stack = static_cast<MarkStack *>(arg);
-    const GcObjectTest &is_gc_object = stack->is_candidate.is_gc_object();
-    if (is_gc_object.offset_in_arena(child) >= is_gc_object.size()) [[unlikely]]
+    if (!stack->is_candidate.is_gc_object().in_arena(child)) [[unlikely]]
         return visit_mark_full_outside_arena(child, arg);
     return mark_full(child, stack);
 }

@@ -163,7 +163,7 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
 
 cgc_ssize_t cgc_get_threshold(int generation) {
     if (generation < 0 || generation >= CGC_NUM_GENERATIONS) return -1;
-    return current_heap().requested_thresholds[generation];
+    return current_heap().requested_threshold(generation);
 }
 
 cgc_ssize_t cgc_get_count(int generation) {

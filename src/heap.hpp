@@ -50,7 +50,7 @@ struct Generation {
     // collection; gen 1..2: collections of the next younger generation since
     // this one was last collected.
     cgc_ssize_t count = 0;
-    cgc_ssize_t threshold = 0;  // (generation 0: the effective one, Heap::apply_thresholds)
+    cgc_ssize_t threshold = 0;  // (generation 0: the effective one, Heap::apply_young_threshold)
     cgc_generation_stats stats{};
 };
 
@@ -82,19 +82,25 @@ struct Heap {
     // an automatic collection, so none while automatic collection is off
     // (disabled, or a requested threshold of 0): gc.disable() must not send
     // every allocation down the slow path once the count passes the
-    // threshold (the count goes on, as CPython's does). The thresholds as
-    // requested are in requested_thresholds (cold, at the end).
+    // threshold (the count goes on, as CPython's does). Generation 0's
+    // threshold as requested is requested_young_threshold (cold, at the end).
     void set_enabled(bool on) {
         enabled = on;
-        apply_thresholds();
+        apply_young_threshold();
     }
     void set_threshold(int generation, cgc_ssize_t threshold) {
-        requested_thresholds[generation] = threshold;
-        apply_thresholds();
+        if (generation == 0)
+            requested_young_threshold = threshold;
+        else
+            generations[generation].threshold = threshold;
+        apply_young_threshold();
     }
-    void apply_thresholds() {
-        for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) generations[g].threshold = requested_thresholds[g];
-        if (!enabled || requested_thresholds[0] == 0) generations[0].threshold = PTRDIFF_MAX;
+    cgc_ssize_t requested_threshold(int generation) const {
+        return generation == 0 ? requested_young_threshold : generations[generation].threshold;
+    }
+    void apply_young_threshold() {
+        bool automatic = enabled && requested_young_threshold > 0;
+        generations[0].threshold = automatic ? requested_young_threshold : PTRDIFF_MAX;
     }
     Phase phase = Phase::idle;
     cgc_auto_mode auto_mode = CGC_AUTO_AT_ALLOCATION;
@@ -137,7 +143,7 @@ struct Heap {
     void *unraisable_hook_context = nullptr;
     void *error_hook_context = nullptr;
     uint64_t error_counts[CGC_ERR_UNRAISABLE + 1] = {};
-    cgc_ssize_t requested_thresholds[CGC_NUM_GENERATIONS] = {};  // (set_threshold)
+    cgc_ssize_t requested_young_threshold = 0;  // (set_threshold)
 
     Heap();
     bool collecting() const { return phase != Phase::idle; }

@@ -305,8 +305,7 @@ GcPointer resolve_gc_pointer(void *memory) {
     if (!memory) return {};
     // In the arena; or in a page outside it (no arena, or a full one), which
     // the arena remembers: a plain malloc block never lies inside one.
-    if (!g_arena->contains(memory) && (g_arena->holds_every_page() || !g_arena->is_outside_page(page_of(memory))))
-        return {};
+    if (!g_arena->contains(memory) && !g_arena->is_outside_page(page_of(memory))) return {};
     Page *page = page_of(memory);
     auto *meta = static_cast<GcMeta *>(memory);
     if (meta >= page->meta && meta < page->meta + page->slot_count)
@@ -369,9 +368,8 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
 void note_gc_allocation(Heap &heap) {
     Generation &young = heap.generations[0];
     young.count++;
-    if (young.count <= young.threshold || !heap.enabled ||  // (disabled or 0: the threshold is none)
-        heap.collecting())
-        return;
+    // (Disabled, or a threshold of 0: generation 0's threshold is none.)
+    if (young.count <= young.threshold || heap.collecting()) return;
     if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || heap.dealloc_depth > 0) {
         // Inside a deallocation objects may be half-destroyed: collect later.
         heap.collection_due = true;
