@@ -13,13 +13,13 @@ namespace cgcbench {
 // One mark from the roots with an explicit stack, over plain arrays: the
 // CSR offsets and targets (4 bytes per node and per edge) and one mark byte
 // per node. Any collector that finds the live nodes does at least this.
-FloorResult floor_pass(const Graph &g) {
+FloorResult floor_pass(const Graph &g, const std::vector<uint32_t> &edge_targets) {
     std::vector<uint32_t> stack;
     stack.reserve(1024);
     Timer timer;
     std::vector<uint8_t> mark(g.nodes, 0);
     const uint32_t *offsets = g.offsets.data();
-    const uint32_t *targets = g.targets.data();
+    const uint32_t *targets = edge_targets.data();
     uint64_t marked = 0;
     for (uint32_t i = 0; i < g.nodes; ++i) {
         if (g.external[i] == 0 || mark[i]) continue;

@@ -382,6 +382,7 @@ Model build_model(const Graph &g, double churn_fraction, uint64_t seed) {
         m.churn_freed_by_refcount += sim.decref(old);
     }
     m.churn_freed_by_collect = sim.collect();
+    m.churned_targets = sim.targets;  // (edges of dead nodes too: no root reaches them)
 
     // Drop every root reference.
     for (uint32_t i = 0; i < g.nodes; ++i) {

@@ -69,6 +69,7 @@ struct Model {
     uint64_t live = 0;             // nodes a root reaches
     uint64_t live_edges = 0;       // edges from live nodes
     std::vector<ChurnOp> churn;    // rewrites 10% of the live edges, fixed seed
+    std::vector<uint32_t> churned_targets;  // Graph::targets after the churn (its floor's edges)
     uint64_t churn_freed_by_refcount = 0;  // freed while the churn runs
     uint64_t churn_freed_by_collect = 0;   // freed by the full collection after it
     uint64_t drop_freed_by_refcount = 0;   // freed when every root reference is dropped

@@ -228,7 +228,7 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
         error("the file's stats say roots=" + std::to_string(*g.stated_roots) + ", the graph has " + std::to_string(m.roots));
 
     std::vector<ReplayResult> cg, cp, bw;
-    std::vector<double> floor_ns;
+    std::vector<double> floor_ns, churn_floor_ns;
     uint64_t floor_marked = 0;
     for (int rep = 0; rep < o.repeat && status == 0; ++rep) {
         cg.push_back(replay_cyclegc(g, m));
@@ -243,17 +243,26 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
             bw.push_back(replay_boehm(g, m));
             if (!bw.back().error.empty()) error(bw.back().error);
         }
-        FloorResult f = floor_pass(g);
+        FloorResult f = floor_pass(g, g.targets);
         floor_ns.push_back(f.ns);
         floor_marked = f.marked;
         if (f.marked != m.live) error("floor pass marked " + std::to_string(f.marked) + ", expected " + std::to_string(m.live));
+        FloorResult c = floor_pass(g, m.churned_targets);
+        churn_floor_ns.push_back(c.ns);
+        if (c.marked != m.live_after_churn())
+            error("floor pass after the churn marked " + std::to_string(c.marked) + ", expected " +
+                  std::to_string(m.live_after_churn()));
     }
     if (status != 0) return status;
 
     std::vector<StepInfo> steps = step_table(g, m);
     Summary scg = summarise(cg, steps), scp = summarise(cp, steps), sbw = summarise(bw, steps);
-    double floor = median(floor_ns) / (m.live ? double(m.live) : 1.0);
     const size_t kLive = 2;  // index of collect_live in steps
+    const size_t kChurnCollect = 4;
+    // Per node of the step it stands beside, so that cyclegc/floor compares
+    // times: after the churn, the nodes that collection examines.
+    double floor = median(floor_ns) / steps[kLive].per;
+    double churn_floor = median(churn_floor_ns) / steps[kChurnCollect].per;
     const size_t kDrop = 5;
     // Boehm has no churn step: its roots are dropped with every live node still there.
     double boehm_drop = NAN;
@@ -290,9 +299,12 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
                    ",\"drop_and_collect_ns_per_node\":" + json_number(boehm_drop) +
                    ",\"rss_bytes_per_node\":" + json_number(sbw.rss, 1) + ",\"gc_heap_bytes_per_node\":" + json_number(sbw.heap_bytes, 1) + "}";
         }
-        out += ",\"floor\":{\"mark_ns_per_node\":" + json_number(floor) + ",\"marked\":" + std::to_string(floor_marked) + "}";
+        out += ",\"floor\":{\"mark_ns_per_node\":" + json_number(floor) + ",\"marked\":" + std::to_string(floor_marked) +
+               ",\"after_churn_mark_ns_per_node\":" + json_number(churn_floor) +
+               ",\"after_churn_marked\":" + std::to_string(m.live_after_churn()) + "}";
         out += ",\"ratios\":{";
         out += "\"cyclegc_collect_live_over_floor\":" + json_number(scg.ns_per[kLive] / floor);
+        out += ",\"cyclegc_churn_collect_over_floor\":" + json_number(scg.ns_per[kChurnCollect] / churn_floor);
         if (scp.ran) {
             for (size_t i = 0; i < steps.size(); ++i)
                 out += std::string(",\"cpython_over_cyclegc_") + steps[i].key + "\":" + json_number(scp.ns_per[i] / scg.ns_per[i]);
@@ -323,7 +335,10 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
             if (i == 0 || i == kLive) b = fmt(sbw.ns_per[i]);
             std::printf(" %10s", b.c_str());
         }
-        if (i == kLive) std::printf("   floor %s ns/node, cyclegc/floor %s", fmt(floor, 2).c_str(), fmt(scg.ns_per[kLive] / floor, 2).c_str());
+        if (i == kLive || i == kChurnCollect) {
+            double f = i == kLive ? floor : churn_floor;
+            std::printf("   floor %s ns/node, cyclegc/floor %s", fmt(f, 2).c_str(), fmt(scg.ns_per[i] / f, 2).c_str());
+        }
         std::printf("\n");
     }
     std::printf("%-27s %9.0f %9s %12s", "drop + collect the rest", steps[kDrop].per, "", fmt(scg.drop_total).c_str());

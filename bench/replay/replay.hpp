@@ -49,11 +49,13 @@ ReplayResult replay_boehm(const Graph &graph, const Model &model);
 
 // The floor: one explicit-stack mark from the roots over a plain CSR array
 // copy of the graph, the least work any tracing of the live nodes can do.
+// `targets`: the edges' targets (the graph's own, or those after the churn,
+// Model::churned_targets, for the floor of the collection after it).
 struct FloorResult {
     double ns = 0;
     uint64_t marked = 0;
 };
-FloorResult floor_pass(const Graph &graph);
+FloorResult floor_pass(const Graph &graph, const std::vector<uint32_t> &targets);
 
 // Memory probes.
 double rss_bytes();       // resident set size, from /proc/self/statm
