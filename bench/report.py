@@ -116,7 +116,7 @@ def markdown(micro, replay):
                 ratio = cp[key + "_ns_per_node"] / cg[key + "_ns_per_node"]
                 checks.append((f"full collection of a live real heap ({r['graph']}, {when}): >= 5x fewer ns/node than CPython",
                                f"{ratio:.2f}x", ratio >= 5))
-                if floor_key in r["floor"]:
+                if r["floor"].get(floor_key):
                     over_floor = cg[key + "_ns_per_node"] / r["floor"][floor_key]
                     checks.append((f"full collection of a live real heap ({r['graph']}, {when}): <= 3x the floor",
                                    f"{over_floor:.2f}x the floor", over_floor <= 3))

@@ -160,7 +160,7 @@ Summary summarise(const std::vector<ReplayResult> &runs, const std::vector<StepI
 }
 
 std::string fmt(double v, int precision = 1) {
-    if (std::isnan(v) || v < 0) return "-";
+    if (!std::isfinite(v) || v < 0) return "-";
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", precision, v);
     return buf;
@@ -261,8 +261,9 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
     const size_t kChurnCollect = 4;
     // Per node of the step it stands beside, so that cyclegc/floor compares
     // times: after the churn, the nodes that collection examines.
-    double floor = median(floor_ns) / steps[kLive].per;
-    double churn_floor = median(churn_floor_ns) / steps[kChurnCollect].per;
+    // (No live node: no floor.)
+    double floor = m.live ? median(floor_ns) / steps[kLive].per : NAN;
+    double churn_floor = m.live_after_churn() ? median(churn_floor_ns) / steps[kChurnCollect].per : NAN;
     const size_t kDrop = 5;
     // Boehm has no churn step: its roots are dropped with every live node still there.
     double boehm_drop = NAN;

@@ -155,7 +155,7 @@ ReplayResult replay_cpython(const Graph &g, const Model &m) {
     for (uint32_t i = 0; i < g.nodes && !failed; ++i) {
         uint32_t external = g.external[i];
         if (external > 0) {
-            for (uint32_t e = 1; e < external; ++e) Py_INCREF(nodes[i]);
+            Py_SET_REFCNT(nodes[i], Py_REFCNT(nodes[i]) + external - 1);  // (as in replay_cyclegc.cpp)
             roots.emplace_back(nodes[i], external);
         } else {
             Py_DECREF(nodes[i]);
@@ -201,8 +201,10 @@ ReplayResult replay_cpython(const Graph &g, const Model &m) {
     }
     if (r.error.empty()) {
         r.drop = timed([&] {
-            for (auto &[op, external] : roots)
-                for (uint32_t e = 0; e < external; ++e) Py_DECREF(op);
+            for (auto &[op, external] : roots) {
+                Py_SET_REFCNT(op, Py_REFCNT(op) - (external - 1));
+                Py_DECREF(op);
+            }
             return int64_t(-1);
         });
         ok(check("dropping every root (refcount frees)", r.drop, m.drop_freed_by_refcount));
