@@ -406,27 +406,6 @@ void leave_collection(Heap &heap, cgc_object *op, GcMeta &meta, int generation) 
     place_in_generation(heap, op, meta, generation);
 }
 
-// Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
-template <typename Set>
-cgc_ssize_t sweep(Heap &heap, Set &set, bool marked, int older) {
-    auto &unreachable = heap.unreachable;
-    cgc_ssize_t found = 0;
-    set.for_each([&](cgc_object *op, GcMeta &meta) {
-        if (marked && !(meta.flags & kReachable)) {
-            try {
-                push_counted(heap, unreachable, op);
-                meta.word = static_cast<uint32_t>(unreachable.size() - 1);
-                ++found;
-                return;
-            } catch (...) {
-                // No memory to list it: it survives this collection.
-            }
-        }
-        leave_collection(heap, op, meta, older);
-    });
-    return found;
-}
-
 struct Found {
     cgc_ssize_t candidates = 0;
     cgc_ssize_t unreachable = 0;
@@ -434,6 +413,36 @@ struct Found {
     // that the pass looking for them is skipped.
     bool maybe_finalizers = true;
 };
+
+inline bool has_finalizer_slot(const cgc_object *op) {
+    const cgc_type *type = op->ob_type;
+    return (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
+}
+
+// Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
+// Notes whether any of those has a finalizer slot (its type is in cache:
+// the candidates were just traversed).
+template <typename Set>
+void sweep(Heap &heap, Set &set, bool marked, int older, Found &found) {
+    auto &unreachable = heap.unreachable;
+    found.unreachable = 0;
+    bool maybe_finalizers = false;
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
+        if (marked && !(meta.flags & kReachable)) {
+            try {
+                push_counted(heap, unreachable, op);
+                meta.word = static_cast<uint32_t>(unreachable.size() - 1);
+                ++found.unreachable;
+                maybe_finalizers |= has_finalizer_slot(op);
+                return;
+            } catch (...) {
+                // No memory to list it: it survives this collection.
+            }
+        }
+        leave_collection(heap, op, meta, older);
+    });
+    found.maybe_finalizers = maybe_finalizers;
+}
 
 // ---- Full collections ----------------------------------------------------
 //
@@ -604,8 +613,7 @@ Found find_unreachable_full(Heap &heap) {
             cgc_ssize_t refcnt = op->ob_refcnt;
             auto found_refs = static_cast<cgc_ssize_t>(meta.word);
             if (refcnt == found_refs && refcnt > 0) {  // referenced from candidates only, so far
-                const cgc_type *type = op->ob_type;
-                maybe_finalizers |= (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
+                maybe_finalizers |= has_finalizer_slot(op);
                 return;
             }
             if (refcnt <= 0 || refcnt < found_refs) report_bad_count(heap, op, meta);  // kept alive
@@ -664,7 +672,7 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     subtract_internal_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
-    found.unreachable = sweep(heap, set, marked, older);
+    sweep(heap, set, marked, older, found);
     return found;
 }
 
