@@ -216,7 +216,8 @@ class AnalysisPhase {
 };
 
 // The candidates of a young collection: the young arrays. Their GcMeta
-// addresses are worked out once, for the four passes that use them.
+// addresses are worked out once, by the first of the four passes that use
+// them (for_each_first), and kept for the others.
 class YoungCandidates {
   public:
     YoungCandidates(Heap &heap, int generation) : heap_(heap), metas_(heap.candidate_metas) {
@@ -232,9 +233,9 @@ class YoungCandidates {
         }
         try {
             reserve_counted(heap, metas_, list_.size());
-            for (cgc_object *op : list_) metas_.push_back(&meta_of(op));
+            caching_ = true;
         } catch (...) {
-            metas_.clear();  // out of memory: work them out in each pass
+            // Out of memory: each pass works them out.
         }
     }
     // The array goes back to generation 0 (if nothing was tracked since),
@@ -248,6 +249,15 @@ class YoungCandidates {
     YoungCandidates(const YoungCandidates &) = delete;
     YoungCandidates &operator=(const YoungCandidates &) = delete;
 
+    // The first pass works the addresses out (into the room reserved).
+    template <typename F>
+    void for_each_first(F f) {
+        for (cgc_object *op : list_) {
+            GcMeta *meta = &meta_of(op);
+            if (caching_) metas_.push_back(meta);
+            f(op, *meta);
+        }
+    }
     template <typename F>
     void for_each(F f) {
         size_t n = list_.size();
@@ -262,6 +272,7 @@ class YoungCandidates {
     Heap &heap_;
     ObjectArray list_;
     std::vector<GcMeta *> &metas_;
+    bool caching_ = false;
 };
 
 // Step 1a (and 3); also adds each candidate's page to the filter (started
@@ -269,7 +280,7 @@ class YoungCandidates {
 template <typename Set>
 cgc_ssize_t init_refs(Heap &heap, Set &set) {
     cgc_ssize_t count = 0;
-    set.for_each([&](cgc_object *op, GcMeta &meta) {
+    set.for_each_first([&](cgc_object *op, GcMeta &meta) {
         filter_add(heap, op);
         cgc_ssize_t refcnt = op->ob_refcnt;
         uint32_t refs;
@@ -396,6 +407,10 @@ struct UnreachableSet {
     void for_each(F f) {
         for (cgc_object *op : items)
             if (op) f(op, meta_of(op));
+    }
+    template <typename F>
+    void for_each_first(F f) {
+        for_each(f);
     }
 };
 
@@ -787,7 +802,8 @@ void save_as_garbage(Heap &heap, cgc_object *op) {
 void clear_garbage(Heap &heap, int older) {
     heap.phase = Phase::clearing;
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
-    for (size_t i = 0; i < heap.unreachable.size(); ++i) {
+    // (Entries may be emptied meanwhile, never added: nothing is swept.)
+    for (size_t i = 0, n = heap.unreachable.size(); i < n; ++i) {
         cgc_object *op = heap.unreachable[i];
         if (!op) continue;
         if (save_all) {
@@ -925,9 +941,21 @@ Outcome run_collection(Heap &heap, int generation) {
     if (finalizers) user_code_ran |= finalize_garbage(heap);
     if (user_code_ran) keep_resurrected(heap, older);
     clear_weakrefs_silently(heap, heap.unreachable);
-    outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
-                                             heap.unreachable.begin(), heap.unreachable.end(),
-                                             [](cgc_object *op) { return op; }));
+    // Entries are emptied only by the legacy-finalizer pass and by user code
+    // (an unreachable object freed meanwhile): without either, all are there.
+    auto count_listed = [&] {
+        return static_cast<cgc_ssize_t>(
+            std::count_if(heap.unreachable.begin(), heap.unreachable.end(), [](cgc_object *op) { return op; }));
+    };
+    cgc_ssize_t listed = user_code_ran || found.maybe_finalizers ? count_listed() : found.unreachable;
+#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
+    if (listed != count_listed()) {
+        report(CGC_ERR_CORRUPTION, "collector: internal error: %td unreachable objects listed, %td counted",
+               count_listed(), listed);
+        std::abort();
+    }
+#endif
+    outcome.collected = weakrefs_freed + listed;
     clear_garbage(heap, older);
     outcome.uncollectable = keep_uncollectable(heap, older);
     release_large_scratch(heap);
