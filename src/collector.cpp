@@ -950,8 +950,8 @@ Outcome run_collection(Heap &heap, int generation) {
     cgc_ssize_t listed = user_code_ran || found.maybe_finalizers ? count_listed() : found.unreachable;
 #if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
     if (listed != count_listed()) {
-        report(CGC_ERR_CORRUPTION, "collector: internal error: %td unreachable objects listed, %td counted",
-               count_listed(), listed);
+        report(CGC_ERR_CORRUPTION, "collector: internal error: %td unreachable objects assumed listed, %td are",
+               listed, count_listed());
         std::abort();
     }
 #endif
