@@ -217,7 +217,7 @@ class AnalysisPhase {
 
 // The candidates of a young collection: the young arrays. Their GcMeta
 // addresses are worked out once, by the first of the four passes that use
-// them (for_each_first), and kept for the others.
+// them, and kept for the others.
 class YoungCandidates {
   public:
     YoungCandidates(Heap &heap, int generation) : heap_(heap), metas_(heap.candidate_metas) {
@@ -249,22 +249,18 @@ class YoungCandidates {
     YoungCandidates(const YoungCandidates &) = delete;
     YoungCandidates &operator=(const YoungCandidates &) = delete;
 
-    // The first pass works the addresses out (into the room reserved).
-    template <typename F>
-    void for_each_first(F f) {
-        for (cgc_object *op : list_) {
-            GcMeta *meta = &meta_of(op);
-            if (caching_) metas_.push_back(meta);
-            f(op, *meta);
-        }
-    }
     template <typename F>
     void for_each(F f) {
         size_t n = list_.size();
         if (metas_.size() == n) {
             for (size_t i = 0; i < n; ++i) f(list_[i], *metas_[i]);
-        } else {
-            for (cgc_object *op : list_) f(op, meta_of(op));
+            return;
+        }
+        // The first pass (or each one, without room for them).
+        for (cgc_object *op : list_) {
+            GcMeta *meta = &meta_of(op);
+            if (caching_) metas_.push_back(meta);  // (into the room reserved)
+            f(op, *meta);
         }
     }
 
@@ -280,7 +276,7 @@ class YoungCandidates {
 template <typename Set>
 cgc_ssize_t init_refs(Heap &heap, Set &set) {
     cgc_ssize_t count = 0;
-    set.for_each_first([&](cgc_object *op, GcMeta &meta) {
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
         filter_add(heap, op);
         cgc_ssize_t refcnt = op->ob_refcnt;
         uint32_t refs;
@@ -407,10 +403,6 @@ struct UnreachableSet {
     void for_each(F f) {
         for (cgc_object *op : items)
             if (op) f(op, meta_of(op));
-    }
-    template <typename F>
-    void for_each_first(F f) {
-        for_each(f);
     }
 };
 
@@ -941,21 +933,9 @@ Outcome run_collection(Heap &heap, int generation) {
     if (finalizers) user_code_ran |= finalize_garbage(heap);
     if (user_code_ran) keep_resurrected(heap, older);
     clear_weakrefs_silently(heap, heap.unreachable);
-    // Entries are emptied only by the legacy-finalizer pass and by user code
-    // (an unreachable object freed meanwhile): without either, all are there.
-    auto count_listed = [&] {
-        return static_cast<cgc_ssize_t>(
-            std::count_if(heap.unreachable.begin(), heap.unreachable.end(), [](cgc_object *op) { return op; }));
-    };
-    cgc_ssize_t listed = user_code_ran || found.maybe_finalizers ? count_listed() : found.unreachable;
-#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
-    if (listed != count_listed()) {
-        report(CGC_ERR_CORRUPTION, "collector: internal error: %td unreachable objects assumed listed, %td are",
-               listed, count_listed());
-        std::abort();
-    }
-#endif
-    outcome.collected = weakrefs_freed + listed;
+    outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
+                                             heap.unreachable.begin(), heap.unreachable.end(),
+                                             [](cgc_object *op) { return op; }));
     clear_garbage(heap, older);
     outcome.uncollectable = keep_uncollectable(heap, older);
     release_large_scratch(heap);
