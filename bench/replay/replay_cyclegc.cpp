@@ -6,6 +6,7 @@
 #include "replay.hpp"
 #include "timer.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,7 +131,9 @@ ReplayResult replay_cyclegc(const Graph &g, const Model &m) {
     double build_ns = build_timer.ns();
     // Memory with every node built (before any is freed).
     r.rss_bytes = (rss_bytes() - rss0) / g.nodes;
-    r.malloc_bytes = (malloc_in_use() - malloc0) / g.nodes;
+    // (Below zero when the build freed more malloc memory than it took,
+    // e.g. a scratch array given back: none of it is the graph's.)
+    r.malloc_bytes = std::max(0.0, (malloc_in_use() - malloc0) / g.nodes);
     Timer finish_timer;
     // Each node's first reference: a root's is its first external
     // reference; every other node's is dropped (acyclic garbage dies here).
