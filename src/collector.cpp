@@ -189,19 +189,23 @@ class CandidateTest {
 // Step 1 runs in this scope. Only tp_traverse runs, which must not change
 // the graph. So that the fast paths need no phase test, they are made to
 // fail meanwhile and their slow paths refuse and report:
-// - generation 0's array is parked (empty, no room): tracking (try_track)
-//   and untracking the newest object (untrack_newest) fail;
+// - generation 0's array is parked (empty, no room) and so is its count of
+//   unlisted objects: tracking (try_track) and untracking the newest
+//   object (untrack_newest) fail;
 // - the deallocation depth is at its limit: cgc_dealloc goes to
 //   dealloc_slow, which refuses to free a tracked object.
 class AnalysisPhase {
   public:
-    explicit AnalysisPhase(Heap &heap) : heap_(heap), outer_(heap.phase), dealloc_depth_(heap.dealloc_depth) {
+    explicit AnalysisPhase(Heap &heap)
+        : heap_(heap), outer_(heap.phase), dealloc_depth_(heap.dealloc_depth), unlisted_(heap.young_unlisted[0]) {
         heap.phase = Phase::finding_unreachable;
         heap.dealloc_depth = kMaxDeallocDepth;
         parked_.swap(heap.young[0]);
+        heap.young_unlisted[0] = 0;
     }
     ~AnalysisPhase() {
         parked_.swap(heap_.young[0]);  // (nothing was tracked meanwhile)
+        heap_.young_unlisted[0] = unlisted_;
         heap_.dealloc_depth = dealloc_depth_;
         heap_.phase = outer_;
     }
@@ -212,6 +216,7 @@ class AnalysisPhase {
     Heap &heap_;
     Phase outer_;
     int dealloc_depth_;
+    size_t unlisted_;
     ObjectArray parked_;
 };
 
@@ -229,8 +234,10 @@ class YoungCandidates {
                 older.clear();
             } catch (...) {
                 // Out of memory: generation 1 stays out of this collection.
+                generation = 0;
             }
         }
+        add_unlisted(generation);
         try {
             reserve_counted(heap, metas_, list_.size());
             caching_ = true;
@@ -239,12 +246,14 @@ class YoungCandidates {
         }
     }
     // The array goes back to generation 0 (if nothing was tracked since),
-    // empty: no regrowth after each young collection.
+    // empty: no regrowth after each young collection (unless it grew past
+    // the cap, gathering unlisted objects).
     ~YoungCandidates() {
         metas_.clear();
         ObjectArray &young = heap_.young[0];
         list_.clear();
-        if (young.empty() && young.capacity() < list_.capacity()) list_.swap(young);
+        if (young.empty() && young.capacity() < list_.capacity() && list_.capacity() <= heap_.young_list_cap)
+            list_.swap(young);
     }
     YoungCandidates(const YoungCandidates &) = delete;
     YoungCandidates &operator=(const YoungCandidates &) = delete;
@@ -265,6 +274,25 @@ class YoungCandidates {
     }
 
   private:
+    // The unlisted objects of the generations collected join the candidates:
+    // a walk over the pages, which costs little more than the young objects
+    // themselves (they went unlisted only while they were at least half of
+    // the heap: see place_in_generation).
+    void add_unlisted(int generation) {
+        size_t unlisted = 0;
+        for (int g = 0; g <= generation; ++g) unlisted += heap_.young_unlisted[g];
+        if (!unlisted) return;
+        try {
+            list_.reserve(list_.size() + unlisted);
+        } catch (...) {
+            return;  // Out of memory: they stay out of this collection.
+        }
+        heap_.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+            if (meta.generation <= generation && meta.word == kUnlisted) list_.push_back(op);  // (room reserved)
+        });
+        for (int g = 0; g <= generation; ++g) heap_.young_unlisted[g] = 0;
+    }
+
     Heap &heap_;
     ObjectArray list_;
     std::vector<GcMeta *> &metas_;
@@ -596,6 +624,12 @@ Found find_unreachable_full(Heap &heap) {
         for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
         heap.young[g].clear();
     }
+    if (heap.young_unlisted[0] || heap.young_unlisted[1]) {
+        heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
+            if (meta.generation < 2) meta.word = 0;
+        });
+        heap.young_unlisted[0] = heap.young_unlisted[1] = 0;
+    }
     AnalysisPhase analysis(heap);
     PageSpace &space = heap.space;
     RefCounter counter;
@@ -869,7 +903,9 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     heap.phase = outer;
 }
 
-cgc_ssize_t count_young(Heap &heap, int generation) { return static_cast<cgc_ssize_t>(heap.young[generation].size()); }
+cgc_ssize_t count_young(Heap &heap, int generation) {
+    return static_cast<cgc_ssize_t>(heap.young[generation].size() + heap.young_unlisted[generation]);
+}
 
 void log_generation_sizes(Heap &heap, int generation) {
     cgc_ssize_t old = 0, frozen = 0;

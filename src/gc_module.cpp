@@ -52,15 +52,23 @@ class ListBuilder {
 // `visit` must not free objects.
 template <typename Visit>
 void for_each_tracked(Heap &heap, int generation, Visit visit) {
+    bool unlisted = false;  // whether the page walk must find unlisted young objects
     for (int g = 0; g < 2; ++g) {
         if (generation >= 0 && generation != g && generation != kPermanent) continue;
         for (cgc_object *op : heap.young[g])
             if (!visit(op)) return;
+        unlisted |= heap.young_unlisted[g] > 0;
     }
-    if (generation >= 0 && generation < 2) return;
+    if (generation >= 0 && generation < 2 && !unlisted) return;
     bool going = true;
     heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
-        if (!going || (meta.flags & kCollecting) || meta.generation < 2) return;
+        if (!going || (meta.flags & kCollecting)) return;
+        if (meta.generation < 2) {
+            bool wanted = generation < 0 || generation == kPermanent || generation == meta.generation;
+            if (wanted && meta.word == kUnlisted) going = visit(op);
+            return;
+        }
+        if (generation >= 0 && generation < 2) return;
         if (meta.generation == kPermanent && generation != kPermanent) return;
         going = visit(op);
     });
@@ -164,6 +172,7 @@ void cgc_freeze(void) {
     });
     heap.young[0].clear();
     heap.young[1].clear();
+    heap.young_unlisted[0] = heap.young_unlisted[1] = 0;
     for (auto &generation : heap.generations) generation.count = 0;
 }
 

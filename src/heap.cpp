@@ -11,6 +11,15 @@ namespace cyclegc::internal {
 
 Heap::Heap() {
     for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) set_threshold(g, kDefaultThresholds[g]);
+    // Tests: a small cap, past which young objects go unlisted whatever the
+    // size of the heap, makes them take the unlisted paths with few objects
+    // (the arrays then grow from that size, so that they fill up there).
+    if (const char *cap = std::getenv("CYCLEGC_YOUNG_LIST_CAP")) {
+        young_list_cap = std::strtoull(cap, nullptr, 10);
+        unlist_whatever_the_heap = true;
+        if (young_list_cap < 1024)
+            for (ObjectArray &young_array : young) young_array.set_first_capacity(young_list_cap);
+    }
 }
 
 namespace {

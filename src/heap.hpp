@@ -59,6 +59,11 @@ constexpr cgc_ssize_t kDefaultThresholds[CGC_NUM_GENERATIONS] = {700, 10, 10};
 // Deallocations nested deeper than this are deferred to the outermost one
 // (the trashcan): frees a 10M-long chain in constant stack.
 constexpr int kMaxDeallocDepth = 50;
+// A young array's length from which its generation's objects may go unlisted
+// (Heap::young_unlisted): 512 KiB of pointers.
+constexpr size_t kYoungListCap = size_t(1) << 16;
+// GcMeta::word of an unlisted young object.
+constexpr uint32_t kUnlisted = UINT32_MAX;
 
 struct Heap {
     PageSpace space;  // where GC objects live
@@ -67,6 +72,14 @@ struct Heap {
     // Generation 2 and the permanent generation are all other tracked
     // objects, found by walking the pages.
     ObjectArray young[2];
+    // Young objects the arrays do not hold (GcMeta::word is kUnlisted), found
+    // by walking the pages: once an array holds young_list_cap objects and
+    // they are at least half of the heap (automatic collection off while a
+    // program loads its data), each would cost 8 more bytes there and a walk
+    // costs no more than twice the array (see place_in_generation).
+    size_t young_unlisted[2] = {0, 0};
+    size_t young_list_cap = kYoungListCap;
+    bool unlist_whatever_the_heap = false;  // (both set by CYCLEGC_YOUNG_LIST_CAP: tests)
     // The unreachable objects of the running collection (GcMeta::word is the
     // index; an entry becomes NULL when its object is untracked or freed).
     std::vector<cgc_object *> unreachable;
@@ -262,10 +275,20 @@ inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 // takes the slow path, with no phase test here.
 inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
     ObjectArray &young = heap.young[0];
-    if ((bits & meta_flag_bits(kTracked)) || young.size() == young.capacity()) return false;
+    if (bits & meta_flag_bits(kTracked)) return false;
+    uint64_t word = young.size();  // generation 0, word = index
+    if (word == young.capacity()) [[unlikely]] {
+        // The array is full: the object goes unlisted if generation 0's
+        // objects do already (Heap::young_unlisted), else the slow path
+        // decides (or refuses: the array is parked during an analysis).
+        if (!heap.young_unlisted[0]) return false;
+        ++heap.young_unlisted[0];
+        word = kUnlisted;
+    } else {
+        young.push_back(op);
+    }
     bits &= ~(kMetaWordBits | kMetaGenerationBits | meta_flag_bits(kCollecting | kReachable));
-    bits |= meta_flag_bits(kTracked) | young.size();  // generation 0, word = index
-    young.push_back(op);
+    bits |= meta_flag_bits(kTracked) | word;
     return true;
 }
 // try_track on the object's GcMeta. It is read and written whole, in one

@@ -283,7 +283,7 @@ static void dealloc_while_analysing(cgc_object *op) {
 
 void ObjectArray::grow(size_t needed) {
     note_internal_allocation(current_heap());
-    size_t capacity = capacity_ ? capacity_ * 2 : 1024;
+    size_t capacity = capacity_ ? capacity_ * 2 : first_capacity_;
     while (capacity < needed) capacity *= 2;
     auto *items = static_cast<cgc_object **>(std::realloc(items_, capacity * sizeof *items_));
     if (!items) throw std::bad_alloc();
@@ -323,6 +323,20 @@ bool free_gc_pointer(void *memory) {
     return gc.object != nullptr;
 }
 
+namespace {
+
+// Whether a young object placed in a full array goes unlisted instead of
+// growing it (Heap::young_unlisted). Asked when the array must grow, so the
+// count of the heap's objects (a pass over its pages) is rare.
+bool unlist_young(Heap &heap, int generation) {
+    size_t listed = heap.young[generation].size();
+    if (listed < heap.young_list_cap) return false;
+    return heap.young_unlisted[generation] > 0 || heap.unlist_whatever_the_heap ||
+           2 * listed >= heap.space.live_objects();
+}
+
+}  // namespace
+
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation) {
     meta.generation = static_cast<uint8_t>(generation);
     if (generation >= 2) {  // the old generation is implicit: found by walking pages
@@ -330,6 +344,11 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
         return;
     }
     auto &list = heap.young[generation];
+    if (list.size() == list.capacity() && unlist_young(heap, generation)) {
+        meta.word = kUnlisted;
+        ++heap.young_unlisted[generation];
+        return;
+    }
     try {
         list.push_back(op);
     } catch (...) {
@@ -350,6 +369,9 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
         take_out(heap.unreachable);
     } else if (meta.flags & kUncollectable) {
         take_out(heap.uncollectable);
+    } else if (meta.generation < 2 && meta.word == kUnlisted) {
+        size_t &unlisted = heap.young_unlisted[meta.generation];
+        if (unlisted > 0) --unlisted;
     } else if (meta.generation < 2) {
         auto &list = heap.young[meta.generation];
         size_t index = meta.word;

@@ -25,6 +25,10 @@ class ObjectArray {
     bool empty() const { return size_ == 0; }
     cgc_object *&operator[](size_t i) { return items_[i]; }
     cgc_object *back() const { return items_[size_ - 1]; }
+    // Throws std::bad_alloc when it cannot grow.
+    void reserve(size_t needed) {
+        if (needed > capacity_) grow(needed);
+    }
     cgc_object **begin() { return items_; }
     cgc_object **end() { return items_ + size_; }
     cgc_object *const *begin() const { return items_; }
@@ -48,12 +52,17 @@ class ObjectArray {
         size_ += other.size_;
     }
 
+    // The capacity of the first growth (then doubled). Not swapped: it
+    // belongs to the array's role, not to its storage.
+    void set_first_capacity(size_t capacity) { first_capacity_ = capacity > 0 ? capacity : 1; }
+
   private:
     [[gnu::noinline]] void grow(size_t needed);
 
     cgc_object **items_ = nullptr;
     size_t size_ = 0;
     size_t capacity_ = 0;
+    size_t first_capacity_ = 1024;
 };
 
 }  // namespace cyclegc::internal

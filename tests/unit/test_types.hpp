@@ -189,6 +189,16 @@ inline Node *make_garbage_self_cycle(cgc_type *type = &node_type, int id = 0) {
     return node;  // borrowed: valid until the next collection
 }
 
+// A garbage cycle of two (a <-> b): allocated, linked and dropped.
+inline void make_garbage_pair(int id_a, int id_b, cgc_type *type = &node_type) {
+    Node *a = new_node(type, id_a);
+    Node *b = new_node(type, id_b);
+    link_next(a, b);
+    link_next(b, a);
+    cgc_decref(obj(a));
+    cgc_decref(obj(b));
+}
+
 // ---- Introspection through the internal headers --------------------------
 
 inline gci::Heap &heap_state() { return gci::current_heap(); }
@@ -202,7 +212,7 @@ inline int generation_of(const void *op) {
 
 inline cgc_ssize_t tracked_in(int generation) {
     gci::Heap &heap = heap_state();
-    if (generation < 2) return static_cast<cgc_ssize_t>(heap.young[generation].size());
+    if (generation < 2) return static_cast<cgc_ssize_t>(heap.young[generation].size() + heap.young_unlisted[generation]);
     cgc_ssize_t count = 0;
     heap.space.for_each_tracked([&](cgc_object *, gci::GcMeta &meta) {
         if (meta.generation == generation) ++count;
