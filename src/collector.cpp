@@ -620,16 +620,15 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
 }
 
 Found find_unreachable_full(Heap &heap) {
-    for (int g = 0; g < 2; ++g) {  // young objects are candidates too
+    // Young objects are candidates too: their words (indices) become 0.
+    for (int g = 0; g < 2; ++g)
         for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
-        heap.young[g].clear();
-    }
     if (heap.young_unlisted[0] || heap.young_unlisted[1]) {
         heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
             if (meta.generation < 2) meta.word = 0;
         });
-        heap.young_unlisted[0] = heap.young_unlisted[1] = 0;
     }
+    heap.clear_young();
     AnalysisPhase analysis(heap);
     PageSpace &space = heap.space;
     RefCounter counter;
@@ -903,10 +902,6 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     heap.phase = outer;
 }
 
-cgc_ssize_t count_young(Heap &heap, int generation) {
-    return static_cast<cgc_ssize_t>(heap.young[generation].size() + heap.young_unlisted[generation]);
-}
-
 void log_generation_sizes(Heap &heap, int generation) {
     cgc_ssize_t old = 0, frozen = 0;
     heap.space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
@@ -914,7 +909,7 @@ void log_generation_sizes(Heap &heap, int generation) {
         if (meta.generation == kPermanent) ++frozen;
     });
     log_line(heap, "gc: collecting generation %d...", generation);
-    log_line(heap, "gc: objects in each generation: %td %td %td", count_young(heap, 0), count_young(heap, 1), old);
+    log_line(heap, "gc: objects in each generation: %zu %zu %td", heap.young_count(0), heap.young_count(1), old);
     log_line(heap, "gc: objects in permanent generation: %td", frozen);
 }
 

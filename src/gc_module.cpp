@@ -170,9 +170,7 @@ void cgc_freeze(void) {
     heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
         if (meta.generation != kPermanent) meta.generation = kPermanent;
     });
-    heap.young[0].clear();
-    heap.young[1].clear();
-    heap.young_unlisted[0] = heap.young_unlisted[1] = 0;
+    heap.clear_young();
     for (auto &generation : heap.generations) generation.count = 0;
 }
 

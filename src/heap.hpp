@@ -160,6 +160,15 @@ struct Heap {
 
     Heap();
     bool collecting() const { return phase != Phase::idle; }
+    // The tracked objects of young generation g, listed or not.
+    size_t young_count(int g) const { return young[g].size() + young_unlisted[g]; }
+    // Empties both young generations' lists (their objects have moved on).
+    void clear_young() {
+        for (int g = 0; g < 2; ++g) {
+            young[g].clear();
+            young_unlisted[g] = 0;
+        }
+    }
 };
 
 extern thread_local constinit Heap *t_current_heap __attribute__((tls_model("initial-exec")));

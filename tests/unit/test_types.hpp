@@ -212,7 +212,7 @@ inline int generation_of(const void *op) {
 
 inline cgc_ssize_t tracked_in(int generation) {
     gci::Heap &heap = heap_state();
-    if (generation < 2) return static_cast<cgc_ssize_t>(heap.young[generation].size() + heap.young_unlisted[generation]);
+    if (generation < 2) return static_cast<cgc_ssize_t>(heap.young_count(generation));
     cgc_ssize_t count = 0;
     heap.space.for_each_tracked([&](cgc_object *, gci::GcMeta &meta) {
         if (meta.generation == generation) ++count;
