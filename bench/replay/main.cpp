@@ -230,7 +230,7 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
     std::vector<ReplayResult> cg, cp, bw;
     std::vector<double> floor_ns, churn_floor_ns;
     for (int rep = 0; rep < o.repeat && status == 0; ++rep) {
-        cg.push_back(replay_cyclegc(g, m));
+        cg.push_back(replay_cyclegc(g, m, rep == 0));
         if (!cg.back().error.empty()) error(cg.back().error);
         progress("run " + std::to_string(rep + 1) + ": cyclegc done");
         if (o.cpython && status == 0) {

@@ -35,7 +35,8 @@ struct ReplayResult {
 
 // Replays `graph` as cyclegc objects: a variable-size GC type whose items
 // are the references. Frees everything it made before returning.
-ReplayResult replay_cyclegc(const Graph &graph, const Model &model);
+// fresh_memory: give back the pages cyclegc keeps before building.
+ReplayResult replay_cyclegc(const Graph &graph, const Model &model, bool fresh_memory);
 
 // The same in an embedded CPython (initialised on first use), if built in.
 bool cpython_available();
