@@ -273,8 +273,10 @@ void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to);
 
 bool free_gc_pointer(void *memory);
 void track_slow(cgc_object *op);
-// cgc_gc_raw_free of a tracked object or one with weak references.
-void raw_free_slow(void *memory);
+// Freeing a slot that is not is_plain_allocated(): tracked, with weak
+// references, or free already (refused: reported as misuse of `function`,
+// naming `memory`, and the type of `op` if not null).
+void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op, const char *function);
 void untrack_slow(cgc_object *op);
 
 // Tracking (object.cpp): the heap of the object's page keeps the lists.
@@ -288,7 +290,8 @@ inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 // takes the slow path, with no phase test here.
 inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
     ObjectArray &young = heap.young[0];
-    if (bits & meta_flag_bits(kTracked)) return false;
+    // (Tracked already, or a slot freed already: the slow path reports it.)
+    if ((bits ^ meta_flag_bits(kAllocated)) & meta_flag_bits(kAllocated | kTracked)) return false;
     uint64_t word = young.size();  // generation 0, word = index
     if (word == young.capacity()) [[unlikely]] {
         // The array is full: the object goes unlisted if generation 0's

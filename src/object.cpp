@@ -230,14 +230,28 @@ void run_deferred_deallocs(Heap &heap) {
 // here, after its finalizer (which may have resurrected it, in which case we
 // are not here) and its destructor, as CPython's dealloc clears them;
 // callbacks see them dead. (CPython warns in debug builds about a tracked
-// object freed.)
-[[gnu::noinline]] void raw_free_slow(void *memory) {
-    Page *page = page_of(memory);
-    uint32_t index = page->index_of(memory);
+// object freed.) A slot that is free already is refused: freeing it again
+// would put it on its page's free list twice, and two later allocations
+// would share it. `op` is the object the caller was given (null: raw
+// memory, whose object offset a free slot no longer records).
+[[gnu::noinline]] void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op,
+                                     const char *function) {
     GcMeta &meta = page->meta[index];
+    if (!(meta.flags & kAllocated)) {
+        // (A freed object's header stays readable: see poison.hpp. The page
+        // of a large one was given back: it reads as zeros, no type.)
+        if (op && op->ob_type)
+            report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed already (a second free of "
+                   "it); not freed again", function, memory, type_name_of(op));
+        else
+            report(CGC_ERR_MISUSE, "%s: memory %p was freed already (a second free of it); not freed "
+                   "again", function, memory);
+        return;
+    }
     Heap &heap = *page->heap;
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(memory, meta));
-    if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(memory, meta), meta);
+    void *slot = page->slot(index);
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(slot, meta));
+    if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(slot, meta), meta);
     free_slot(heap, page, index);
 }
 
@@ -501,6 +515,11 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
         return nullptr;
     }
     GcMeta &meta = meta_of(op);
+    if (!(meta.flags & kAllocated)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed; it cannot be resized", function,
+               static_cast<void *>(op), type_name(type));
+        return nullptr;
+    }
     if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; resize it before "
                "PyObject_GC_Track", function, static_cast<void *>(op), type_name(type));
@@ -534,8 +553,8 @@ void cgc_gc_del(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
-    if (page->meta[index].flags & (kHasWeakrefs | kTracked)) [[unlikely]] {
-        raw_free_slow(page->slot(index));
+    if (!is_plain_allocated(page->meta[index])) [[unlikely]] {
+        raw_free_slow(page, index, op, op, "cgc_gc_del (PyObject_GC_Del)");
         return;
     }
     free_slot(*page->heap, page, index);
@@ -567,6 +586,11 @@ namespace cyclegc::internal {
         return;
     }
     GcMeta &meta = meta_of(op);
+    if (!(meta.flags & kAllocated)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed; it cannot be tracked", function,
+               memory, type_name_of(op));
+        return;
+    }
     if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is already tracked", function, memory,
                type_name_of(op));
@@ -693,8 +717,8 @@ void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Page *page = page_of(memory);
     uint32_t index = page->index_of(memory);
-    if (page->meta[index].flags & (kHasWeakrefs | kTracked))
-        raw_free_slow(memory);
+    if (!is_plain_allocated(page->meta[index]))
+        raw_free_slow(page, index, memory, nullptr, "cgc_gc_raw_free");
     else  // the common case
         free_slot(*page->heap, page, index);
 }

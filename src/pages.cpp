@@ -156,6 +156,9 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
 // (release_at() has poisoned the slot.)
 void PageSpace::release_slow(Page *page, uint32_t index) {
     if (page->size_class == kLargeClass) {
+        // A kept page keeps its header: its one slot must read as free, so
+        // that a second free of the object is refused, not a second release.
+        set_meta_bits(page->meta[index], 0);
         free_page(page);
         return;
     }

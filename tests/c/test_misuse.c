@@ -317,6 +317,42 @@ static void test_track_from_traverse(void) {
     check_heap_still_counts();
 }
 
+/* A tp_dealloc that frees twice (PyObject_GC_Del, then tp_free, say): the
+ * second free is refused. Done, it would put the slot on its page's free
+ * list twice, and the next two allocations would get the same memory. */
+static void test_second_free(void) {
+    reset_capture();
+    Node *n = PyObject_GC_New(Node, &NodeType);
+    REQUIRE(n != NULL);
+    PyObject_GC_Del(n);
+    CHECK_EQ_INT(n_captured, 0);
+    PyObject_GC_Del(n); /* freed already */
+    CHECK_EQ_INT(n_captured, 1);
+    CHECK_CONTAINS(captured, "PyObject_GC_Del");
+    CHECK_CONTAINS(captured, "misuse.Node");
+    CHECK_CONTAINS(captured, "freed already");
+    CHECK_EQ_INT(last_kind, CGC_ERR_MISUSE);
+    Node *a = node(), *b = node();
+    CHECK(a != b);
+    a->canary = b->canary = CANARY;
+    Py_DECREF(a);
+    Py_DECREF(b);
+    /* Tracking or resizing a freed object is refused too. */
+    reset_capture();
+    Vec *v = PyObject_GC_NewVar(Vec, &VecType, 2);
+    REQUIRE(v != NULL);
+    PyObject_GC_Del(v);
+    PyObject_GC_Track(v);
+    CHECK_EQ_INT(n_captured, 1);
+    CHECK_CONTAINS(captured, "PyObject_GC_Track");
+    CHECK_CONTAINS(captured, "misuse.Vec");
+    CHECK_CONTAINS(captured, "was freed");
+    CHECK(PyObject_GC_Resize(Vec, v, 1000) == NULL);
+    CHECK_EQ_INT(n_captured, 2);
+    CHECK_CONTAINS(captured, "PyObject_GC_Resize");
+    check_heap_still_counts();
+}
+
 static void test_default_hook_restored(void) {
     /* NULL restores the default hook (stderr); ours is returned. */
     cgc_error_hook previous = cgc_set_error_hook(NULL, NULL);
@@ -338,6 +374,7 @@ int main(void) {
     RUN(test_missing_incref);
     RUN(test_tracked_with_zero_refcount);
     RUN(test_track_from_traverse);
+    RUN(test_second_free);
     RUN(test_default_hook_restored);
     cgc_set_error_hook(NULL, NULL);
     CHECK_EQ_INT(bad, 0);
