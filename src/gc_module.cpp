@@ -49,14 +49,17 @@ class ListBuilder {
 // Calls visit(op) for the tracked objects of `generation` (-1: all but the
 // permanent generation; kPermanent: frozen ones too) until it returns
 // false. Objects of a running collection's unreachable set are not seen.
-// `visit` must not free objects.
+// `visit` may run a tp_traverse, which may track, untrack or free objects
+// against the rules: the young arrays are read by index (one that grows
+// may move), so such an object is perhaps seen twice or not at all, but
+// no freed memory is read.
 template <typename Visit>
 void for_each_tracked(Heap &heap, int generation, Visit visit) {
     bool unlisted = false;  // whether the page walk must find unlisted young objects
     for (int g = 0; g < 2; ++g) {
         if (generation >= 0 && generation != g && generation != kPermanent) continue;
-        for (cgc_object *op : heap.young[g])
-            if (!visit(op)) return;
+        for (size_t i = 0; i < heap.young[g].size(); ++i)
+            if (!visit(heap.young[g][i])) return;
         unlisted |= heap.young_unlisted[g] > 0;
     }
     if (generation >= 0 && generation < 2 && !unlisted) return;

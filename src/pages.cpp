@@ -154,19 +154,40 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
 }
 
 // (release_at() has poisoned the slot.)
+// Whether an empty page goes back to the system: a large one, or one that is
+// not its class's only page with room (keeping one avoids thrashing at a
+// page boundary).
+static bool empty_page_goes_back(const Page *page) {
+    return page->used == 0 &&
+           (page->size_class == kLargeClass || page->next_partial || page->prev_partial);
+}
+
 void PageSpace::release_slow(Page *page, uint32_t index) {
     if (page->size_class == kLargeClass) {
         // A kept page keeps its header: its one slot must read as free, so
         // that a second free of the object is refused, not a second release.
         set_meta_bits(page->meta[index], 0);
-        free_page(page);
+        page->used = 0;
+    } else {
+        push_free(page, index);
+        if (!page->in_partial_list) link_partial(page);
+    }
+    if (!empty_page_goes_back(page)) return;
+    if (walks_) {
+        emptied_during_walk_ = true;  // freed when the walk ends (for_each_tracked)
         return;
     }
-    push_free(page, index);
-    if (!page->in_partial_list) link_partial(page);
-    // An empty page goes back to the system unless it is its class's only
-    // page with room (keeping one avoids thrashing at a page boundary).
-    if (page->used == 0 && (page->next_partial || page->prev_partial)) free_page(page);
+    free_page(page);
+}
+
+void PageSpace::free_emptied_pages() {
+    emptied_during_walk_ = false;
+    for (size_t p = 0; p < pages_.size();) {
+        if (empty_page_goes_back(pages_[p]))
+            free_page(pages_[p]);  // (the last page takes its place)
+        else
+            ++p;
+    }
 }
 
 }  // namespace cyclegc::internal

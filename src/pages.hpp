@@ -235,11 +235,17 @@ class PageSpace {
     }
 
     // Calls f(object, meta) for every tracked object, in address order of
-    // each page. f must not allocate or free GC objects.
+    // each page. f may run user code (a tp_traverse) that allocates and
+    // frees untracked objects: pages made meanwhile are walked too (their
+    // objects are untracked), and pages that empty meanwhile stay in place
+    // until the walk ends (a page freed mid-walk would move another into its
+    // place in pages(), which the walk would then skip).
     template <typename F>
-    void for_each_tracked(F f) const {
+    void for_each_tracked(F f) {
+        WalkGuard guard(*this);
         uint16_t tracked[kPageSize / kGranule];
-        for (Page *page : pages_) {
+        for (size_t p = 0; p < pages_.size(); ++p) {
+            Page *page = pages_[p];
             const GcMeta *meta = page->meta;
             uint32_t n = page->bump, used = page->used;
             if (used == n) {
@@ -275,6 +281,19 @@ class PageSpace {
     }
 
   private:
+    // Counts the walks running (they nest: a traversal may ask gc_module for
+    // referrers); the last to end frees the pages that emptied meanwhile.
+    struct WalkGuard {
+        explicit WalkGuard(PageSpace &walked) : space(walked) { ++space.walks_; }
+        ~WalkGuard() {
+            if (--space.walks_ == 0 && space.emptied_during_walk_) space.free_emptied_pages();
+        }
+        WalkGuard(const WalkGuard &) = delete;
+        WalkGuard &operator=(const WalkGuard &) = delete;
+        PageSpace &space;
+    };
+    void free_emptied_pages();
+
     static constexpr int kClassCount = 48;
     static constexpr size_t kSmallLimit = 512;  // every multiple of kGranule up to here is a class
 
@@ -296,6 +315,8 @@ class PageSpace {
     Page *partial_[kClassCount] = {};
     std::vector<Page *> pages_;
     size_t page_bytes_ = 0;
+    int walks_ = 0;
+    bool emptied_during_walk_ = false;
 };
 
 }  // namespace cyclegc::internal

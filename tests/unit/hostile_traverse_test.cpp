@@ -12,6 +12,8 @@
 // | tracks or untracks objects                | refused with CGC_ERR_MISUSE naming the type          |
 // | drops the last reference to a tracked one | refused (not freed) with CGC_ERR_MISUSE              |
 // | allocates and frees objects               | must not break the collection (walks the pages)      |
+// | frees a page's last object during a walk   | the page stays until the walk ends: none is skipped   |
+// | tracks objects during gc.get_referrers     | no freed memory read                                 |
 #include "hostile_types.hpp"
 
 using namespace cgc_hostile;
@@ -342,6 +344,106 @@ TEST_F(HostileTraverse, AllocatingAndFreeingFromTraverseDoesNotBreakTheCollectio
         EXPECT_TRUE(hooks.canary_errors.empty());
         for (HObj *h : held) cgc_decref(ob(h));
     });
+}
+
+// A variable-size container whose large instances get a page each.
+struct BigVar {
+    cgc_var_object ob_base;
+    cgc_object *items[1];
+};
+cgc_object **big_items(cgc_object *op) { return reinterpret_cast<BigVar *>(op)->items; }
+int big_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
+    auto *v = reinterpret_cast<BigVar *>(self);
+    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i)
+        if (v->items[i])
+            if (int e = visit(v->items[i], arg)) return e;
+    return 0;
+}
+int big_clear(cgc_object *self) {
+    auto *v = reinterpret_cast<BigVar *>(self);
+    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i) {
+        cgc_object *old = v->items[i];
+        v->items[i] = nullptr;
+        cgc_xdecref(old);
+    }
+    return 0;
+}
+cgc_type big_type = [] {
+    cgc_type t{};
+    t.tp_name = "hostile.BigVar";
+    t.tp_basicsize = offsetof(BigVar, items);
+    t.tp_itemsize = sizeof(cgc_object *);
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    t.tp_traverse = big_traverse;
+    t.tp_clear = big_clear;
+    return t;
+}();
+
+cgc_object *scratch_object = nullptr;
+int traverse_calls = 0;
+
+// The same with large objects, a page each: during the marking walk the
+// traverse frees an untracked large object, then makes another. Freed at
+// once, the emptied page would take the last page (an externally held
+// container) into its place in the page list, behind the walk, which would
+// never mark it: it was cleared as garbage and its child freed. Pages that
+// empty during a walk are freed when it ends.
+TEST_F(HostileTraverse, FreeingAPageDuringTheMarkingWalkHidesNoObjectFromIt) {
+    traverse_calls = 0;
+    scratch_object = cgc_gc_new_var(&big_type, 3000);  // the first page: untracked
+    ASSERT_NE(scratch_object, nullptr);
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (++traverse_calls == 2) {  // the marking walk (the counting walk came first)
+            cgc_decref(scratch_object);
+            scratch_object = cgc_gc_new_var(&big_type, 3000);
+        }
+        return visit_slots(o, visit, arg);
+    };
+    HObj *walker = make(&plain_type, 1);              // the second page
+    cgc_object *held = cgc_gc_new_var(&big_type, 1200);  // the last page: ours
+    ASSERT_NE(held, nullptr);
+    HObj *child = make(&plain_type, 2, /*track=*/false);
+    big_items(held)[0] = ob(child);
+    cgc_gc_track(held);
+    EXPECT_EQ(cgc_collect(2), 0);
+    hooks.traverse = nullptr;
+    EXPECT_EQ(traverse_calls, 2);
+    EXPECT_EQ(big_items(held)[0], ob(child));
+    EXPECT_TRUE(alive(2));
+    EXPECT_TRUE(hooks.canary_errors.empty());
+    cgc_decref(held);
+    EXPECT_FALSE(alive(2));
+    cgc_decref(ob(walker));
+    cgc_decref(scratch_object);
+}
+
+// gc.get_referrers runs every tracked object's traverse outside a
+// collection, where tracking is allowed: a traverse that tracks thousands
+// of new objects grows generation 0's array (moving it) under the search.
+TEST_F(HostileTraverse, TrackingFromTraverseDuringGetReferrersReadsNoFreedMemory) {
+    static std::vector<HObj *> made;
+    made.clear();
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (made.empty())
+            for (int i = 0; i < 4096; ++i) made.push_back(make(&plain_type, 1000 + i));
+        return visit_slots(o, visit, arg);
+    };
+    cgc_disable();
+    HObj *target = make(&plain_type, 1);
+    HObj *a = make(&plain_type, 2);
+    HObj *b = make(&plain_type, 3);
+    set(a, 0, target);
+    set(b, 0, target);
+    cgc_object_list out;
+    cgc_object *objects[] = {ob(target)};
+    ASSERT_EQ(cgc_get_referrers(objects, 1, &out), 0);
+    hooks.traverse = nullptr;
+    std::set<cgc_object *> found(out.items, out.items + out.count);
+    EXPECT_EQ(found, (std::set<cgc_object *>{ob(a), ob(b)}));
+    cgc_object_list_release(&out);
+    for (HObj *h : made) cgc_decref(ob(h));
+    for (HObj *h : {a, b, target}) cgc_decref(ob(h));
+    cgc_enable();
 }
 
 }  // namespace
