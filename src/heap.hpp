@@ -131,7 +131,8 @@ struct Heap {
     cgc_ssize_t long_lived_pending = 0;
 
     // Trashcan: objects whose deallocation was deferred, linked through
-    // their ob_refcnt field (they have count 0 and are untracked).
+    // their ob_refcnt field, complemented so that the count reads below
+    // zero (they have count 0 and are untracked; see defer_dealloc).
     int dealloc_depth = 0;
     cgc_object *deferred_deallocs = nullptr;
 

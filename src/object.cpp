@@ -186,7 +186,11 @@ namespace {
 // Defers a deallocation to the outermost one. The object's count is 0, so
 // its ob_refcnt field is free to hold the link; untracking it keeps a
 // collection that starts meanwhile from seeing it (its tp_dealloc untracks
-// it anyway, idempotently).
+// it anyway, idempotently). The link is stored complemented, so that the
+// count reads below zero meanwhile: a weak reference's getter sees a dead
+// object (CPython's trashcan leaves the count at 0), and a Py_DECREF too
+// many is reported and undone (dealloc_slow) instead of freeing the object
+// while it waits or breaking the list.
 void defer_dealloc(Heap &heap, cgc_object *op) {
     // Bit 0 of the link remembers that it was tracked: it is tracked again
     // before its tp_dealloc runs, which may resurrect it (a finalizer).
@@ -195,13 +199,20 @@ void defer_dealloc(Heap &heap, cgc_object *op) {
         cgc_gc_untrack(op);
         was_tracked = 1;
     }
-    op->ob_refcnt = static_cast<cgc_ssize_t>(reinterpret_cast<uintptr_t>(heap.deferred_deallocs) | was_tracked);
+    op->ob_refcnt = static_cast<cgc_ssize_t>(~(reinterpret_cast<uintptr_t>(heap.deferred_deallocs) | was_tracked));
     heap.deferred_deallocs = op;
+}
+
+bool is_deferred(const Heap &heap, const cgc_object *op) {
+    for (const cgc_object *next = heap.deferred_deallocs; next;
+         next = reinterpret_cast<const cgc_object *>(~static_cast<uintptr_t>(next->ob_refcnt) & ~uintptr_t(1)))
+        if (next == op) return true;
+    return false;
 }
 
 void run_deferred_deallocs(Heap &heap) {
     while (cgc_object *op = heap.deferred_deallocs) {
-        auto link = static_cast<uintptr_t>(op->ob_refcnt);
+        auto link = ~static_cast<uintptr_t>(op->ob_refcnt);
         heap.deferred_deallocs = reinterpret_cast<cgc_object *>(link & ~uintptr_t(1));
         op->ob_refcnt = 0;
         if (link & 1) cgc_gc_track(op);
@@ -273,10 +284,20 @@ static void dealloc_while_analysing(cgc_object *op) {
 
 [[gnu::noinline]] void dealloc_slow(cgc_object *op) {
     if (op->ob_refcnt < 0) {
-        report(CGC_ERR_CORRUPTION,
-               "Py_DECREF: the reference count of object %p of type '%s' fell below zero (%td): "
-               "a Py_DECREF without a matching Py_INCREF; the object is not freed again",
-               static_cast<void *>(op), type_name_of(op), op->ob_refcnt);
+        // The decrement is undone: a freed object's count stays 0 (each
+        // Py_DECREF too many reads -1), a deferred one's link stays whole.
+        cgc_ssize_t count = op->ob_refcnt++;
+        Heap *heap = t_current_heap;
+        if (heap && op->ob_refcnt < 0 && is_deferred(*heap, op))
+            report(CGC_ERR_CORRUPTION,
+                   "Py_DECREF: object %p of type '%s' is being deallocated (deferred: deallocations "
+                   "nest too deep), but a reference to it was dropped: a Py_DECREF without a "
+                   "matching Py_INCREF; ignored", static_cast<void *>(op), type_name_of(op));
+        else
+            report(CGC_ERR_CORRUPTION,
+                   "Py_DECREF: the reference count of object %p of type '%s' fell below zero (%td): "
+                   "a Py_DECREF without a matching Py_INCREF; the object is not freed again",
+                   static_cast<void *>(op), type_name_of(op), count);
         return;
     }
     Heap &heap = current_heap();

@@ -13,6 +13,10 @@
 // | tp_clear drops its own object once too often           | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
 // | tp_clear drops another reference once too often        | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
 // | Py_DECREF below zero outside a collection              | CGC_ERR_CORRUPTION naming the type; not freed again    |
+// | a weak reference read while its object's deallocation  | dead (the count reads below zero meanwhile)            |
+// |   waits (deferred: deallocations nested too deep)      |                                                        |
+// | a Py_DECREF too many of an object whose deallocation   | CGC_ERR_CORRUPTION naming the type; undone, freed once |
+// |   waits                                                |                                                        |
 #include "hostile_types.hpp"
 
 using namespace cgc_hostile;
@@ -266,6 +270,84 @@ TEST_F(HostileDealloc, DecrefBelowZeroOutsideACollectionIsReportedOnce) {
     ob(a)->ob_refcnt = 1;
     cgc_decref(ob(a));
     EXPECT_FALSE(alive(1));
+}
+
+// A chain whose deallocation, once a node's successor was deferred (the
+// deallocations nest too deep), looks at that successor: through a weak
+// reference (legitimate: it must read as dead) and with one Py_DECREF too
+// many (a bug: reported, undone).
+struct ChainLink {
+    cgc_object ob_base;
+    cgc_object *next;
+    int id;
+};
+struct DeferredProbe {
+    int at = -1;                  // the node whose deallocation probes
+    cgc_object *weak = nullptr;   // a weak reference to its successor
+    bool extra_decref = false;    // and drop its successor once too often
+    int got_ref = -1;             // what the weak reference gave
+    int freed = 0;
+} probe;
+cgc_type chain_type = [] {
+    cgc_type t{};
+    t.tp_name = "hostile.ChainLink";
+    t.tp_basicsize = sizeof(ChainLink);
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    t.tp_traverse = [](cgc_object *self, cgc_visitproc visit, void *arg) {
+        cgc_object *next = reinterpret_cast<ChainLink *>(self)->next;
+        return next ? visit(next, arg) : 0;
+    };
+    t.tp_dealloc = [](cgc_object *self) {
+        auto *link = reinterpret_cast<ChainLink *>(self);
+        cgc_gc_untrack(self);
+        cgc_object *next = link->next;
+        link->next = nullptr;
+        cgc_xdecref(next);  // deferred, deep enough in the chain
+        if (link->id == probe.at) {
+            cgc_object *got = nullptr;
+            probe.got_ref = cgc_weakref_get_ref(probe.weak, &got);
+            cgc_xdecref(got);
+            if (probe.extra_decref) cgc_decref(next);
+        }
+        ++probe.freed;
+        cgc_gc_del(self);
+    };
+    return t;
+}();
+
+void free_chain_probing_a_deferred_link(bool extra_decref) {
+    const int n = 4 * cgc_test::gci::kMaxDeallocDepth;
+    std::vector<cgc_object *> links(n);
+    cgc_object *head = nullptr;
+    for (int i = n - 1; i >= 0; --i) {
+        links[i] = cgc_gc_new(&chain_type);
+        ASSERT_NE(links[i], nullptr);
+        reinterpret_cast<ChainLink *>(links[i])->next = head;  // (transfers the reference)
+        reinterpret_cast<ChainLink *>(links[i])->id = i;
+        cgc_gc_track(links[i]);
+        head = links[i];
+    }
+    // Link k is freed at depth k + 1: the successor of the link at the
+    // depth limit is deferred.
+    int at = cgc_test::gci::kMaxDeallocDepth - 1;
+    probe = DeferredProbe{at, cgc_weakref_new(links[at + 1], nullptr, nullptr), extra_decref};
+    ASSERT_NE(probe.weak, nullptr);
+    cgc_decref(head);
+    EXPECT_EQ(probe.freed, n);
+    EXPECT_EQ(probe.got_ref, 0) << "a weak reference to an object being deallocated gave it out";
+    EXPECT_EQ(cgc_test::heap_state().deferred_deallocs, nullptr);
+    cgc_decref(probe.weak);
+}
+
+TEST_F(HostileDealloc, AWeakReferenceToAnObjectWhoseDeallocationWaitsIsDead) {
+    EXPECT_SURVIVES(free_chain_probing_a_deferred_link(false));
+}
+
+TEST_F(HostileDealloc, ADecrefTooManyOfAnObjectWhoseDeallocationWaitsIsReportedAndUndone) {
+    EXPECT_SURVIVES({
+        free_chain_probing_a_deferred_link(true);
+        expect_one_error(CGC_ERR_CORRUPTION, {"Py_DECREF", "hostile.ChainLink", "being deallocated", "ignored"});
+    });
 }
 
 }  // namespace
