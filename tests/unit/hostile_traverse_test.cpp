@@ -346,36 +346,16 @@ TEST_F(HostileTraverse, AllocatingAndFreeingFromTraverseDoesNotBreakTheCollectio
     });
 }
 
-// A variable-size container whose large instances get a page each.
-struct BigVar {
-    cgc_var_object ob_base;
-    cgc_object *items[1];
-};
-cgc_object **big_items(cgc_object *op) { return reinterpret_cast<BigVar *>(op)->items; }
-int big_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
-    auto *v = reinterpret_cast<BigVar *>(self);
-    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i)
-        if (v->items[i])
-            if (int e = visit(v->items[i], arg)) return e;
-    return 0;
-}
-int big_clear(cgc_object *self) {
-    auto *v = reinterpret_cast<BigVar *>(self);
-    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i) {
-        cgc_object *old = v->items[i];
-        v->items[i] = nullptr;
-        cgc_xdecref(old);
-    }
-    return 0;
-}
+// A variable-size container (VarNode): large instances get a page each.
+cgc_object **big_items(cgc_object *op) { return reinterpret_cast<cgc_test::VarNode *>(op)->items; }
 cgc_type big_type = [] {
     cgc_type t{};
     t.tp_name = "hostile.BigVar";
-    t.tp_basicsize = offsetof(BigVar, items);
+    t.tp_basicsize = offsetof(cgc_test::VarNode, items);
     t.tp_itemsize = sizeof(cgc_object *);
     t.tp_flags = CGC_TPFLAGS_HAVE_GC;
-    t.tp_traverse = big_traverse;
-    t.tp_clear = big_clear;
+    t.tp_traverse = cgc_test::var_node_traverse;
+    t.tp_clear = cgc_test::var_node_clear;
     return t;
 }();
 

@@ -15,20 +15,6 @@ using namespace cgc_test;
 
 namespace {
 
-// A variable-size container: ob_size owned references.
-struct VarNode {
-    cgc_var_object ob_base;
-    cgc_object *items[1];
-};
-
-int var_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
-    auto *v = reinterpret_cast<VarNode *>(self);
-    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i)
-        if (v->items[i])
-            if (int result = visit(v->items[i], arg)) return result;
-    return 0;
-}
-
 void var_dealloc(cgc_object *self) {
     cgc_gc_untrack(self);
     auto *v = reinterpret_cast<VarNode *>(self);
@@ -44,7 +30,7 @@ cgc_type var_type = [] {
     t.tp_itemsize = sizeof(cgc_object *);
     t.tp_flags = CGC_TPFLAGS_HAVE_GC;
     t.tp_dealloc = var_dealloc;
-    t.tp_traverse = var_traverse;
+    t.tp_traverse = var_node_traverse;
     return t;
 }();
 

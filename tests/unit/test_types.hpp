@@ -97,6 +97,30 @@ inline int node_clear(cgc_object *self) {
     return 0;
 }
 
+// A variable-size container: ob_size owned references (the items).
+struct VarNode {
+    cgc_var_object ob_base;
+    cgc_object *items[1];
+};
+
+inline int var_node_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
+    auto *v = reinterpret_cast<VarNode *>(self);
+    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i)
+        if (v->items[i])
+            if (int result = visit(v->items[i], arg)) return result;
+    return 0;
+}
+
+inline int var_node_clear(cgc_object *self) {
+    auto *v = reinterpret_cast<VarNode *>(self);
+    for (cgc_ssize_t i = 0; i < v->ob_base.ob_size; ++i) {
+        cgc_object *old = v->items[i];
+        v->items[i] = nullptr;
+        cgc_xdecref(old);
+    }
+    return 0;
+}
+
 inline void node_finalize(cgc_object *self) {
     Node *node = as_node(self);
     ++counters.finalized;
