@@ -87,6 +87,16 @@ bool check_out(cgc_object_list *out, const char *function) {
     return false;
 }
 
+// The arguments of the functions that take objects (and an output list).
+bool check_in_out(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out, const char *function) {
+    if (!check_out(out, function)) return false;
+    if (count < 0 || (count > 0 && !objects)) {
+        report(CGC_ERR_MISUSE, "%s: %td objects at %p", function, count, static_cast<const void *>(objects));
+        return false;
+    }
+    return true;
+}
+
 struct ReferrerSearch {
     cgc_object *const *targets;
     cgc_ssize_t count;
@@ -223,7 +233,7 @@ int cgc_get_objects(int generation, cgc_object_list *out) {
 
 int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out) {
     const char *function = "cgc_get_referrers (gc.get_referrers)";
-    if (!check_out(out, function)) return -1;
+    if (!check_in_out(objects, count, out, function)) return -1;
     Heap &heap = current_heap();
     ListBuilder builder(function);
     bool ok = true;
@@ -238,7 +248,7 @@ int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_
 
 int cgc_get_referents(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out) {
     const char *function = "cgc_get_referents (gc.get_referents)";
-    if (!check_out(out, function)) return -1;
+    if (!check_in_out(objects, count, out, function)) return -1;
     ListBuilder builder(function);
     for (cgc_ssize_t i = 0; i < count; ++i) {
         cgc_object *op = objects[i];

@@ -269,6 +269,8 @@ cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreach
 // (made by finalizers) and unreachable weak reference objects.
 void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable);
 bool is_weakref(cgc_object *op);
+// Unlinks a weak reference object from its referent (it becomes dead).
+void detach_weakref(cgc_object *weakref);
 // An untracked object moved (resized): its weak references follow it.
 void move_weakrefs(Heap &heap, cgc_object *from, cgc_object *to);
 

@@ -89,8 +89,18 @@ namespace {
     return allocate_object(type, nitems, function);
 }
 
-// destroy() of an object that cyclegc holds or that has weak references.
+// destroy() of an object that cyclegc holds or that has weak references,
+// or one freed already.
 [[gnu::noinline]] void destroy_unusual(cgc_object *op, GcMeta &meta) {
+    if (!(meta.flags & kAllocated)) {
+        // Freed (PyObject_GC_Del) while references to it remained: the
+        // last of them just went. (Its header stays readable: poison.hpp.)
+        report(CGC_ERR_MISUSE,
+               "Py_DECREF: object %p of type '%s' lost its last reference after it was freed "
+               "(PyObject_GC_Del while references to it remained); not deallocated again",
+               static_cast<void *>(op), type_name_of(op));
+        return;
+    }
     if (meta.flags & kHeld) {
         // cyclegc holds a reference while the object's finalizer or
         // tp_clear runs: someone dropped one that was not theirs. Give
@@ -116,7 +126,7 @@ namespace {
 [[gnu::always_inline]] inline void destroy(cgc_object *op) {
     if (has_gc_head(op)) {
         GcMeta &meta = meta_of(op);
-        if (meta.flags & (kHeld | kHasWeakrefs)) [[unlikely]] {
+        if ((meta.flags ^ kAllocated) & (kAllocated | kHeld | kHasWeakrefs)) [[unlikely]] {
             destroy_unusual(op, meta);
             return;
         }
@@ -261,8 +271,23 @@ void run_deferred_deallocs(Heap &heap) {
     }
     Heap &heap = *page->heap;
     void *slot = page->slot(index);
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object_at_slot(slot, meta));
-    if (meta.flags & kTracked) remove_from_lists(heap, object_at_slot(slot, meta), meta);
+    cgc_object *object = object_at_slot(slot, meta);
+    if (meta.flags & kHeld) {
+        // The collector holds a reference while the object's tp_clear or
+        // finalizer runs, and drops it afterwards: freed now, that would be
+        // a Py_DECREF of freed memory (or of the next object given the slot).
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' freed while cyclegc holds a reference to it "
+               "for its tp_clear or finalizer; not freed", function, memory, type_name_of(object));
+        return;
+    }
+    if ((meta.flags & kTracked) && heap.phase == Phase::finding_unreachable) {
+        report(CGC_ERR_MISUSE, "%s: tracked object %p of type '%s' freed inside tp_traverse, which must "
+               "not change the object graph; not freed", function, memory, type_name_of(object));
+        return;
+    }
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object);
+    if (meta.flags & kTracked) remove_from_lists(heap, object, meta);
+    if (is_weakref(object)) detach_weakref(object);  // freed without its tp_dealloc (which detaches it)
     free_slot(heap, page, index);
 }
 
@@ -541,6 +566,11 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
                static_cast<void *>(op), type_name(type));
         return nullptr;
     }
+    if (type->tp_itemsize == 0) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is of a fixed-size type (tp_itemsize is 0): "
+               "it has no ob_size to resize", function, static_cast<void *>(op), type_name(type));
+        return nullptr;
+    }
     if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; resize it before "
                "PyObject_GC_Track", function, static_cast<void *>(op), type_name(type));
@@ -772,6 +802,11 @@ void *cgc_object_realloc(void *memory, size_t size) {
                "collector header", function, memory, static_cast<void *>(op), type_name_of(op));
         return nullptr;
     }
+    if (!(meta_of(op).flags & kAllocated)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed", function, static_cast<void *>(op),
+               type_name_of(op));
+        return nullptr;
+    }
     if (cgc_gc_is_tracked(op)) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; untrack it (PyObject_GC_Fini) "
                "before resizing it", function, static_cast<void *>(op), type_name_of(op));
@@ -815,6 +850,12 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
         return 0;
     }
     GcMeta *meta = has_gc_head(self) ? &meta_of(self) : nullptr;
+    if (meta && !(meta->flags & kAllocated)) {
+        report(CGC_ERR_MISUSE, "cgc_call_finalizer_from_dealloc (PyObject_CallFinalizerFromDealloc): "
+               "object %p of type '%s' was freed already; its finalizer does not run",
+               static_cast<void *>(self), type_name_of(self));
+        return -1;  // (the dealloc must stop: nothing is left to destroy)
+    }
     if (meta && (meta->flags & kFinalized)) return 0;
     self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
     // The finalized flag is set after the finalizer, as CPython's

@@ -210,6 +210,11 @@ int cgc_type_ready(cgc_type *type) {
     if (type->tp_basicsize < static_cast<cgc_ssize_t>(sizeof(cgc_object)))
         return type_error(type, function, "has tp_basicsize smaller than PyObject");
     if (type->tp_itemsize < 0) return type_error(type, function, "has a negative tp_itemsize");
+    // (Else allocating it writes ob_size past tp_basicsize: into the first
+    // item, or, with no item, into the next object.)
+    if (type->tp_itemsize > 0 && type->tp_basicsize < static_cast<cgc_ssize_t>(sizeof(cgc_var_object)))
+        return type_error(type, function, "has items (tp_itemsize) but a tp_basicsize smaller than "
+                          "PyVarObject: PyObject_VAR_HEAD is missing");
     if ((type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !type->tp_traverse)
         return type_error(type, function, "has the Py_TPFLAGS_HAVE_GC flag but has no traverse function");
     if (!type->tp_alloc) type->tp_alloc = cgc_type_generic_alloc;

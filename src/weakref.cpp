@@ -22,10 +22,12 @@ namespace {
 WeakRef *as_weakref(cgc_object *op) { return reinterpret_cast<WeakRef *>(op); }
 cgc_object *as_object(WeakRef *wr) { return &wr->ob_base; }
 
-// Unlinks `wr` from its referent's list; the referent becomes NULL.
-void detach(Heap &heap, WeakRef *wr) {
+// Unlinks `wr` from its referent's list; the referent becomes NULL. (The
+// lists are kept by the referent's heap, whichever heap is current.)
+void detach(WeakRef *wr) {
     cgc_object *referent = wr->referent;
     if (!referent) return;
+    Heap &heap = heap_of(referent);
     if (wr->previous) {
         wr->previous->next = wr->next;
     } else {
@@ -42,8 +44,9 @@ void detach(Heap &heap, WeakRef *wr) {
     wr->previous = wr->next = nullptr;
 }
 
-WeakRef *first_weakref(Heap &heap, cgc_object *referent) {
+WeakRef *first_weakref(cgc_object *referent) {
     if (!has_gc_head(referent) || !(meta_of(referent).flags & kHasWeakrefs)) return nullptr;
+    Heap &heap = heap_of(referent);
     auto found = heap.weakref_lists.find(referent);
     return found == heap.weakref_lists.end() ? nullptr : found->second;
 }
@@ -51,9 +54,10 @@ WeakRef *first_weakref(Heap &heap, cgc_object *referent) {
 // Detaches every weak reference to `referent`; those with a callback for
 // which `wants_callback` holds are incref'd and queued.
 template <typename Predicate>
-void detach_all(Heap &heap, cgc_object *referent, std::vector<WeakRef *> &queue, Predicate wants_callback) {
-    while (WeakRef *wr = first_weakref(heap, referent)) {
-        detach(heap, wr);
+void detach_all(cgc_object *referent, std::vector<WeakRef *> &queue, Predicate wants_callback) {
+    while (WeakRef *wr = first_weakref(referent)) {
+        Heap &heap = heap_of(referent);
+        detach(wr);
         if (wr->callback && wants_callback(wr)) {
             try {
                 push_counted(heap, queue, wr);
@@ -84,19 +88,21 @@ cgc_ssize_t run_callbacks(std::vector<WeakRef *> &queue) {
 int weakref_traverse(cgc_object *, cgc_visitproc, void *) { return 0; }
 
 int weakref_clear(cgc_object *self) {
-    detach(current_heap(), as_weakref(self));
+    detach(as_weakref(self));
     return 0;
 }
 
 void weakref_dealloc(cgc_object *self) {
     cgc_gc_untrack(self);
     WeakRef *wr = as_weakref(self);
-    detach(current_heap(), wr);
+    detach(wr);
     if (wr->destroy_context) wr->destroy_context(wr->context);
     cgc_gc_del(self);
 }
 
 }  // namespace
+
+void detach_weakref(cgc_object *weakref) { detach(as_weakref(weakref)); }
 
 bool is_weakref(cgc_object *op) {
     for (cgc_type *t = op->ob_type; t; t = t->tp_base)
@@ -114,9 +120,9 @@ cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreach
         if (!op) continue;
         // A weak reference that is garbage itself must never call back
         // (bpo-38006): its referent may die while the garbage is cleared.
-        if (is_weakref(op)) detach(heap, as_weakref(op));
+        if (is_weakref(op)) detach(as_weakref(op));
         // Only weak references that survive get their callback.
-        detach_all(heap, op, queue, [](WeakRef *wr) { return !(meta_of(wr).flags & kCollecting); });
+        detach_all(op, queue, [](WeakRef *wr) { return !(meta_of(wr).flags & kCollecting); });
     }
     *ran = !queue.empty();
     return run_callbacks(queue);
@@ -127,8 +133,8 @@ void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreac
     std::vector<WeakRef *> none;
     for (cgc_object *op : unreachable) {
         if (!op) continue;
-        if (is_weakref(op)) detach(heap, as_weakref(op));
-        detach_all(heap, op, none, [](WeakRef *) { return false; });
+        if (is_weakref(op)) detach(as_weakref(op));
+        detach_all(op, none, [](WeakRef *) { return false; });
     }
 }
 
@@ -177,8 +183,8 @@ cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback call
                function, type_name_of(object));
         return nullptr;
     }
-    Heap &heap = current_heap();
-    WeakRef *first = first_weakref(heap, object);
+    Heap &heap = heap_of(object);
+    WeakRef *first = first_weakref(object);
     if (!callback && !destroy) {
         for (WeakRef *wr = first; wr; wr = wr->next) {
             if (!wr->callback && !wr->context && !wr->destroy_context) {
@@ -191,7 +197,7 @@ cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback call
     if (!wr) return nullptr;
     // The allocation may have collected, and freed weak references to the
     // object: look its list up again.
-    first = first_weakref(heap, object);
+    first = first_weakref(object);
     try {
         heap.weakref_lists[object] = wr;
     } catch (...) {
@@ -232,16 +238,15 @@ int cgc_weakref_get_ref(cgc_object *weakref, cgc_object **out) {
 
 void cgc_clear_weakrefs(cgc_object *object) {
     if (!object) return;
-    Heap &heap = current_heap();
-    if (!first_weakref(heap, object)) return;
+    if (!first_weakref(object)) return;
     std::vector<WeakRef *> queue;
-    detach_all(heap, object, queue, [](WeakRef *) { return true; });
+    detach_all(object, queue, [](WeakRef *) { return true; });
     run_callbacks(queue);
 }
 
 cgc_ssize_t cgc_weakref_count(cgc_object *object) {
     cgc_ssize_t count = 0;
-    for (WeakRef *wr = object ? first_weakref(current_heap(), object) : nullptr; wr; wr = wr->next) ++count;
+    for (WeakRef *wr = object ? first_weakref(object) : nullptr; wr; wr = wr->next) ++count;
     return count;
 }
 

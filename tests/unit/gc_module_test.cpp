@@ -1049,6 +1049,16 @@ TEST_F(GcModuleTest, GetReferrersFindsTrackedObjectsThatVisitTheTargets) {
     }
     EXPECT_EQ(cgc_get_referrers(targets, 1, nullptr), -1);
     EXPECT_EQ(take_errors(CGC_ERR_MISUSE).size(), 1u);
+    {
+        // No objects but a count: refused, not read.
+        List l;
+        EXPECT_EQ(cgc_get_referrers(nullptr, 1, &l.list), -1);
+        EXPECT_EQ(cgc_get_referents(nullptr, 2, &l.list), -1);
+        EXPECT_EQ(cgc_get_referrers(targets, -1, &l.list), -1);
+        EXPECT_EQ(take_errors(CGC_ERR_MISUSE).size(), 3u);
+        EXPECT_EQ(cgc_get_referrers(nullptr, 0, &l.list), 0);
+        EXPECT_EQ(l.list.count, 0);
+    }
 
     cgc_decref(ob(untracked));
     cgc_decref(&nogc->ob_base);

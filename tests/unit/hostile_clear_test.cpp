@@ -5,6 +5,7 @@
 // | does nothing                             | the cycle survives (as without tp_clear), older gen    |
 // | frees other garbage (drops what it owns) | freed at once, skipped by the collector, no UAF        |
 // | frees itself                             | freed when the collector drops its temporary reference |
+// | frees itself directly (PyObject_GC_Del)  | refused with CGC_ERR_MISUSE (the collector holds it)   |
 // | resurrects itself or other garbage       | they survive, cleared, in the older generation         |
 // | throws (C++)                             | CGC_ERR_UNRAISABLE naming the type; collection goes on |
 // | untracks other garbage                   | that object leaves the collection, is not cleared      |
@@ -25,6 +26,25 @@ cgc_type lazy_type = make_type("hostile.ClearDoesNothing");
 cgc_type thrower_type = make_type("hostile.ClearThrows");
 
 cgc_object *g_global = nullptr;  // where resurrecting clears store objects
+
+// tp_clear frees its own object directly (PyObject_GC_Del) while the
+// collector holds it: refused, as the collector drops its hold afterwards
+// (on freed memory, or on the next object given the slot).
+TEST_F(HostileClear, ClearThatFreesItsOwnObjectDirectlyIsRefused) {
+    hooks.clear = [](HObj *o) {
+        cgc_gc_del(ob(o));
+        return 0;
+    };
+    HObj *a = make(&plain_type, 1);
+    set(a, 0, a);
+    cgc_decref(ob(a));
+    EXPECT_EQ(cgc_collect(2), 1);
+    hooks.clear = nullptr;
+    expect_one_error(CGC_ERR_MISUSE, {"PyObject_GC_Del", "hostile.Plain", "holds a reference"});
+    EXPECT_TRUE(alive(1)) << "survived its clear";
+    break_cycle_at(a);
+    EXPECT_FALSE(alive(1));
+}
 
 TEST_F(HostileClear, ClearThatDoesNothingKeepsTheCycleInTheOlderGeneration) {
     hooks.clear = [](HObj *o) { return o->ob_base.ob_type == &lazy_type ? 0 : (drop_slots(o), 0); };

@@ -14,6 +14,7 @@
 // | allocates and frees objects               | must not break the collection (walks the pages)      |
 // | frees a page's last object during a walk   | the page stays until the walk ends: none is skipped   |
 // | tracks objects during gc.get_referrers     | no freed memory read                                 |
+// | frees a tracked object (PyObject_GC_Del)   | refused with CGC_ERR_MISUSE naming the type          |
 #include "hostile_types.hpp"
 
 using namespace cgc_hostile;
@@ -395,6 +396,31 @@ TEST_F(HostileTraverse, FreeingAPageDuringTheMarkingWalkHidesNoObjectFromIt) {
     EXPECT_FALSE(alive(2));
     cgc_decref(ob(walker));
     cgc_decref(scratch_object);
+}
+
+// A traverse frees a tracked object (PyObject_GC_Del): refused, as the
+// collection has it among its candidates.
+HObj *g_victim = nullptr;
+TEST_F(HostileTraverse, FreeingATrackedObjectFromTraverseIsRefused) {
+    HObj *victim = make(&plain_type, 2);
+    HObj *walker = make(&plain_type, 1);
+    g_victim = victim;
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (o->id == 1 && g_victim) {
+            HObj *v = g_victim;
+            g_victim = nullptr;
+            cgc_gc_del(ob(v));
+        }
+        return visit_slots(o, visit, arg);
+    };
+    EXPECT_EQ(cgc_collect(0), 0);
+    hooks.traverse = nullptr;
+    expect_one_error(CGC_ERR_MISUSE, {"PyObject_GC_Del", "hostile.Plain", "inside tp_traverse"});
+    EXPECT_TRUE(alive(2));
+    EXPECT_TRUE(cgc_gc_is_tracked(ob(victim)));
+    cgc_decref(ob(victim));
+    cgc_decref(ob(walker));
+    EXPECT_FALSE(alive(1) || alive(2));
 }
 
 // gc.get_referrers runs every tracked object's traverse outside a

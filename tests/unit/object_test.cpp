@@ -422,6 +422,90 @@ TEST_F(ObjectTest, TrackingOrResizingAFreedObjectIsRefused) {
     EXPECT_EQ(gci::current_heap().space.live_objects(), live - 1);
 }
 
+// A variable-size type must start with PyObject_VAR_HEAD (allocating one
+// writes ob_size, past a smaller tp_basicsize), and only such a type's
+// objects can be resized.
+TEST_F(ObjectTest, VarTypesNeedAVarHeadAndOnlyTheirObjectsAreResized) {
+    cgc_type no_var_head{};
+    no_var_head.tp_name = "test.NoVarHead";
+    no_var_head.tp_basicsize = sizeof(cgc_object);
+    no_var_head.tp_itemsize = sizeof(cgc_object *);
+    no_var_head.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    no_var_head.tp_traverse = node_traverse;
+    EXPECT_EQ(cgc_type_ready(&no_var_head), -1);
+    expect_one_error(CGC_ERR_TYPE, {"test.NoVarHead", "PyObject_VAR_HEAD"});
+
+    Node *fixed = new_node(&node_type, 7, /*track=*/false);
+    EXPECT_EQ(cgc_gc_resize(reinterpret_cast<cgc_var_object *>(fixed), 0), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_gc_resize", "test.Node", "fixed-size"});
+    EXPECT_EQ(fixed->id, 7);  // (ob_size would be where its fields are)
+    cgc_decref(obj(fixed));
+}
+
+// Freed while references to it remained (PyObject_GC_Del too early): when
+// the last of them goes, its tp_dealloc must not run on freed memory.
+TEST_F(ObjectTest, TheLastReferenceToAFreedObjectIsReportedNotDeallocatedAgain) {
+    Node *node = new_node(1);
+    cgc_incref(obj(node));  // a container's reference, say
+    cgc_gc_untrack(node);
+    cgc_gc_del(node);  // the bug
+    cgc_decref(obj(node));
+    cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 0);
+    expect_one_error(CGC_ERR_MISUSE, {"Py_DECREF", "test.Node", "after it was freed"});
+}
+
+// The other helpers refuse a freed object too.
+TEST_F(ObjectTest, FinalizingOrReallocatingAFreedObjectIsRefused) {
+    cgc_object *op = cgc_gc_new(&default_dealloc_type);  // it has a tp_finalize
+    ASSERT_NE(op, nullptr);
+    cgc_gc_del(op);
+    op->ob_refcnt = 0;  // (its header stays readable)
+    EXPECT_EQ(cgc_call_finalizer_from_dealloc(op), -1);
+    expect_one_error(CGC_ERR_MISUSE, {"PyObject_CallFinalizerFromDealloc", "test.DefaultDealloc", "freed already"});
+    EXPECT_EQ(counters.finalized, 0);
+    EXPECT_EQ(cgc_object_realloc(op, 64), nullptr);
+    expect_one_error(CGC_ERR_MISUSE, {"PyObject_REALLOC", "test.DefaultDealloc", "was freed"});
+}
+
+// A weak reference object freed directly (PyObject_GC_Del, not its
+// tp_dealloc) leaves its referent's list: the referent's death must not
+// call back through freed memory.
+int g_weak_callbacks = 0;
+TEST_F(ObjectTest, FreeingAnAttachedWeakReferenceDetachesIt) {
+    g_weak_callbacks = 0;
+    Node *referent = new_node(1);
+    cgc_object *weak = cgc_weakref_new(obj(referent), [](cgc_object *, void *) { ++g_weak_callbacks; }, nullptr);
+    ASSERT_NE(weak, nullptr);
+    EXPECT_EQ(cgc_weakref_count(obj(referent)), 1);
+    cgc_gc_del(weak);
+    EXPECT_EQ(cgc_weakref_count(obj(referent)), 0);
+    cgc_decref(obj(referent));
+    EXPECT_EQ(g_weak_callbacks, 0);
+    EXPECT_EQ(counters.deallocated, 1);
+}
+
+// Weak references are listed by their referent's heap, whichever heap is
+// current when they are made: dying in its own heap, the referent kills
+// a weak reference made while another heap was current.
+TEST_F(ObjectTest, AWeakReferenceMadeUnderAnotherHeapDiesWithItsReferent) {
+    cgc_heap *mine = cgc_heap_current();
+    Node *referent = new_node(1);
+    cgc_heap *other = cgc_heap_new();
+    cgc_heap_set_current(other);
+    cgc_object *weak = cgc_weakref_new(obj(referent), nullptr, nullptr);
+    cgc_heap_set_current(mine);
+    ASSERT_NE(weak, nullptr);
+    EXPECT_EQ(cgc_weakref_count(obj(referent)), 1);
+    cgc_decref(obj(referent));
+    EXPECT_EQ(counters.deallocated, 1);
+    cgc_object *got = nullptr;
+    EXPECT_EQ(cgc_weakref_get_ref(weak, &got), 0);
+    EXPECT_EQ(got, nullptr);
+    cgc_decref(weak);
+    cgc_heap_delete(other);
+}
+
 TEST_F(ObjectTest, ObjectDelFreesGcAndNonGcObjects) {
     cgc_object *gc = cgc_gc_new(&node_type);
     cgc_object *plain = cgc_object_new(&plain_type);
