@@ -153,7 +153,6 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
     return page->slot(0);
 }
 
-// (release_at() has poisoned the slot.)
 // Whether an empty page goes back to the system: a large one, or one that is
 // not its class's only page with room (keeping one avoids thrashing at a
 // page boundary).
@@ -162,6 +161,7 @@ static bool empty_page_goes_back(const Page *page) {
            (page->size_class == kLargeClass || page->next_partial || page->prev_partial);
 }
 
+// (release_at() has poisoned the slot.)
 void PageSpace::release_slow(Page *page, uint32_t index) {
     if (page->size_class == kLargeClass) {
         // A kept page keeps its header: its one slot must read as free, so
