@@ -199,6 +199,7 @@ class AnalysisPhase {
     explicit AnalysisPhase(Heap &heap)
         : heap_(heap), outer_(heap.phase), dealloc_depth_(heap.dealloc_depth), unlisted_(heap.young_unlisted[0]) {
         heap.phase = Phase::finding_unreachable;
+        heap.traverse_failed = false;
         heap.dealloc_depth = kMaxDeallocDepth;
         parked_.swap(heap.young[0]);
         heap.young_unlisted[0] = 0;
@@ -421,7 +422,7 @@ bool mark_reachable(Heap &heap, Set &set) {
     });
     if (stack.failed) report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; "
                              "this collection frees nothing");
-    return !stack.failed;
+    return !stack.failed && !heap.traverse_failed;
 }
 
 // The unreachable array seen as a set of candidates (for steps 3 and 4).
@@ -670,6 +671,7 @@ Found find_unreachable_full(Heap &heap) {
     });
     if (stack.failed)
         report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
+    if (heap.traverse_failed) stack.failed = true;  // (a traversal cut short: nothing is unreachable)
     found.maybe_finalizers = maybe_finalizers;
 
     // Room for the unreachable objects, in one allocation: growing the array

@@ -295,6 +295,7 @@ void cgc_garbage_clear(void) {
 
 void cgc_report_unraisable(const char *message, cgc_object *object) {
     Heap &heap = current_heap();
+    if (heap.phase == Phase::finding_unreachable) heap.traverse_failed = true;  // (only tp_traverse runs)
     if (!message) message = "";
     if (heap.unraisable_hook) {
         heap.unraisable_hook(message, object, heap.unraisable_hook_context);

@@ -120,6 +120,9 @@ struct Heap {
         generations[0].threshold = automatic ? requested_young_threshold : PTRDIFF_MAX;
     }
     Phase phase = Phase::idle;
+    // A tp_traverse reported an exception (cgc_report_unraisable) during the
+    // running analysis: it may have been cut short, so nothing is freed.
+    bool traverse_failed = false;
     cgc_auto_mode auto_mode = CGC_AUTO_AT_ALLOCATION;
     bool collection_due = false;
     bool finalizing = false;  // in cgc_finalize: no collection callbacks (as CPython at exit)

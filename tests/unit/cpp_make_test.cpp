@@ -571,5 +571,83 @@ TEST_F(CppMake, AThrowingHookIsContained) {
     EXPECT_EQ(BadFinalizer::destroyed, 1);
 }
 
+// An exception from trace() while a collection analyses the graph does
+// not escape into it (it had left the collector marked as collecting, so no
+// later collection ever ran): it is reported as unraisable, and that
+// collection frees nothing, since a traversal cut short could hide a live
+// object; the next one works.
+struct ThrowsInTrace : cyclegc::object {
+    static inline bool armed = false;
+    static inline int destroyed = 0;
+    ref<ThrowsInTrace> next;
+    void trace(tracer &t) {
+        if (armed && !t.clearing()) throw std::runtime_error("trace failed");
+        t(next);
+    }
+    ~ThrowsInTrace() { ++destroyed; }
+};
+
+TEST_F(CppMake, AnExceptionFromTraceIsReportedAndThatCollectionFreesNothing) {
+    ThrowsInTrace::destroyed = 0;
+    std::vector<std::string> reported;
+    cyclegc::set_unraisable_hook([&](std::string_view message, cgc_object *) { reported.emplace_back(message); });
+    {
+        auto a = make<ThrowsInTrace>();
+        a->next = a;
+    }
+    ThrowsInTrace::armed = true;
+    cgc_ssize_t found = -1;
+    EXPECT_NO_THROW(found = cyclegc::collect());
+    ThrowsInTrace::armed = false;
+    EXPECT_EQ(found, 0);
+    EXPECT_EQ(ThrowsInTrace::destroyed, 0);
+    ASSERT_FALSE(reported.empty());
+    EXPECT_NE(reported[0].find("trace failed"), std::string::npos) << reported[0];
+    EXPECT_EQ(cyclegc::collect(), 1);  // the collector still works
+    EXPECT_EQ(ThrowsInTrace::destroyed, 1);
+}
+
+// A destructor that takes a ref to `this` for a moment (passes it to a
+// function) does not deallocate its object again; one that keeps it is
+// reported, and the memory is kept rather than handed out again.
+struct TempRefInDestructor : cyclegc::object {
+    static inline int destroyed = 0;
+    static inline bool keep = false;
+    static inline ref<TempRefInDestructor> kept;
+    ref<TempRefInDestructor> next;
+    void trace(tracer &t) { t(next); }
+    static void observe(const ref<TempRefInDestructor> &) {}
+    ~TempRefInDestructor() {
+        ++destroyed;
+        observe(ref<TempRefInDestructor>::borrow(this));
+        if (keep) kept = ref<TempRefInDestructor>::borrow(this);
+    }
+};
+
+TEST_F(CppMake, ARefToThisInsideTheDestructorDoesNotDestroyItAgain) {
+    TempRefInDestructor::destroyed = 0;
+    { auto a = make<TempRefInDestructor>(); }
+    EXPECT_EQ(TempRefInDestructor::destroyed, 1);
+    {
+        auto a = make<TempRefInDestructor>();
+        a->next = a;
+    }
+    EXPECT_EQ(cyclegc::collect(), 1);
+    EXPECT_EQ(TempRefInDestructor::destroyed, 2);
+    auto b = make<TempRefInDestructor>();
+    auto c = make<TempRefInDestructor>();
+    EXPECT_NE(b.get(), c.get()) << "a slot freed twice was handed out twice";
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_NONE) << cgc_error_message();
+
+    TempRefInDestructor::keep = true;
+    b = nullptr;
+    TempRefInDestructor::keep = false;
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_MISUSE);
+    EXPECT_NE(std::string(cgc_error_message()).find("kept"), std::string::npos) << cgc_error_message();
+    auto d = make<TempRefInDestructor>();
+    EXPECT_NE(d.get(), TempRefInDestructor::kept.get()) << "the memory of the kept object was reused";
+    cgc_error_clear();
+}
+
 }  // namespace
 }  // namespace cpp_make_test

@@ -47,11 +47,34 @@ inline void report_exception(const char *where, cgc_object *op) noexcept {
     cgc_report_unraisable(message.c_str(), op);
 }
 
+// A destructor that kept a reference to its own object (stored ref to
+// `this`): the object is destroyed, but its memory is kept, never reused.
+template <class T>
+void report_resurrected_by_destructor(cgc_object *op) noexcept {
+    try {
+        std::string message = "cyclegc: an object of type '" + demangle(typeid(T).name()) +
+                              "' was destroyed while a reference to it was kept (its destructor stored a "
+                              "ref to `this`): its memory is kept, never reused";
+        cgc_error_set(CGC_ERR_MISUSE, message.c_str());
+    } catch (...) {
+        cgc_error_set(CGC_ERR_MISUSE, "cyclegc: an object was destroyed while a reference to it was kept");
+    }
+    (void)op;
+}
+
 template <class T>
 struct cxx_type {
+    // An exception from trace() does not escape into the collector: it is
+    // reported (unraisable), and a collection whose analysis it interrupts
+    // frees nothing (a traversal cut short could hide a live object).
     static int traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
         tracer t = tracer::visitor(visit, arg);
-        downcast<T>(op)->trace(t);
+        try {
+            downcast<T>(op)->trace(t);
+        } catch (...) {
+            report_exception("trace()", op);
+            return -1;
+        }
         return t.result();
     }
     static int clear(cgc_object *op) {
@@ -89,9 +112,24 @@ struct cxx_type {
     }
     // tp_cxx_destroy: the library has untracked the object (and cleared it,
     // during a collection); this runs the destructor and frees the memory.
+    // The destructor runs with a count of 1, as a CPython finalizer runs on
+    // an object resurrected for it: a ref to `this` taken and dropped inside
+    // it (ref<T>::borrow(this) passed to a function) does not deallocate the
+    // object again.
     static void destroy_and_free(cgc_object *op) {
         T *self = downcast<T>(op);
+        op->ob_refcnt = 1;
+        // (The count is in the object, whose lifetime the destructor ends:
+        // without these barriers the compiler may drop the store as dead,
+        // and read the count back as anything.)
+        __asm__ __volatile__("" : : "r"(op) : "memory");
         self->~T();
+        __asm__ __volatile__("" : : "r"(op) : "memory");
+        if (op->ob_refcnt != 1) [[unlikely]] {
+            report_resurrected_by_destructor<T>(op);
+            return;
+        }
+        op->ob_refcnt = 0;  // (freed, a Py_DECREF too many finds 0 and is reported)
         cgc_gc_raw_free(static_cast<void *>(self));
     }
     // tp_free takes the C object; the memory starts at the C++ object.
