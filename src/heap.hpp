@@ -145,6 +145,10 @@ struct Heap {
     void *log_context = nullptr;
     std::vector<std::pair<cgc_collection_callback, void *>> callbacks;
     std::vector<cgc_object *> garbage;  // strong references
+    // Objects without a collector header whose finalizer runs from their
+    // tp_dealloc (cgc_call_finalizer_from_dealloc), which cannot be held
+    // through a GcMeta flag: a Py_DECREF too many inside it is caught here.
+    std::vector<cgc_object *> finalizing_without_header;
 
     // Weak references: referent -> first weak reference to it. An object
     // with weak references has kHasWeakrefs set, so the common case (none)

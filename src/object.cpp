@@ -2,6 +2,7 @@
 #include "arena.hpp"
 #include "heap.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -857,18 +858,39 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
         return -1;  // (the dealloc must stop: nothing is left to destroy)
     }
     if (meta && (meta->flags & kFinalized)) return 0;
+    std::vector<cgc_object *> *running = nullptr;  // (objects without a GcMeta)
+    if (!meta) {
+        running = &current_heap().finalizing_without_header;
+        if (std::find(running->begin(), running->end(), self) != running->end()) {
+            // Its finalizer, running further up, dropped the temporary
+            // reference below: undone, and this deallocation stops.
+            report(CGC_ERR_CORRUPTION,
+                   "cgc_call_finalizer_from_dealloc (PyObject_CallFinalizerFromDealloc): object %p of "
+                   "type '%s' lost its last reference inside its own finalizer: a Py_DECREF too many; "
+                   "not deallocated now", static_cast<void *>(self), type_name_of(self));
+            self->ob_refcnt = 1;
+            return -1;
+        }
+        try {
+            running->push_back(self);
+        } catch (...) {
+            running = nullptr;  // no memory to watch it: unwatched, as in CPython
+        }
+    }
     self->ob_refcnt = 1;  // a temporary reference, so the finalizer can use the object
     // The finalized flag is set after the finalizer, as CPython's
     // PyObject_CallFinalizer does (PyObject_GC_IsFinalized is 0 inside it).
     // It cannot run twice meanwhile: no collection takes the object (the
     // temporary reference is external), and a Py_DECREF too many inside it
-    // is refused (kHeld) instead of deallocating, and finalizing, again.
+    // is refused (kHeld, or the list above) instead of deallocating, and
+    // finalizing, again.
     bool nested = meta && hold(*meta);
     call_user_code("tp_finalize", self, [&] { finalize(self); });
     if (meta) {
         meta->flags |= kFinalized;
         let_go(*meta, nested);
     }
+    if (running) running->erase(std::find(running->begin(), running->end(), self));
     if (--self->ob_refcnt != 0) return -1;  // resurrected: the dealloc must stop
     if (meta && (meta->flags & kHasWeakrefs)) {
         // Dying for good: weak references (some perhaps made by the

@@ -506,6 +506,36 @@ TEST_F(ObjectTest, AWeakReferenceMadeUnderAnotherHeapDiesWithItsReferent) {
     cgc_heap_delete(other);
 }
 
+// A type without GC whose finalizer, run from its tp_dealloc, drops its own
+// object once too often: the nested deallocation is refused (it had run
+// the finalizer again and again, then freed the object under the callers).
+int g_plain_finalizes = 0;
+int g_plain_frees = 0;
+cgc_type plain_final_type = [] {
+    cgc_type t{};
+    t.tp_name = "test.PlainFinal";
+    t.tp_basicsize = sizeof(Plain);
+    t.tp_finalize = [](cgc_object *self) {
+        if (++g_plain_finalizes < 10) cgc_decref(self);  // the bug: not its reference
+    };
+    t.tp_dealloc = [](cgc_object *self) {
+        if (cgc_call_finalizer_from_dealloc(self) < 0) return;
+        ++g_plain_frees;
+        cgc_object_del(self);
+    };
+    return t;
+}();
+
+TEST_F(ObjectTest, AFinalizerDroppingItsOwnNonGcObjectIsReportedAndFreesItOnce) {
+    g_plain_finalizes = g_plain_frees = 0;
+    cgc_object *op = cgc_object_new(&plain_final_type);
+    ASSERT_NE(op, nullptr);
+    cgc_decref(op);
+    EXPECT_EQ(g_plain_finalizes, 1);
+    EXPECT_EQ(g_plain_frees, 1);
+    expect_one_error(CGC_ERR_CORRUPTION, {"PyObject_CallFinalizerFromDealloc", "test.PlainFinal", "a Py_DECREF too many"});
+}
+
 TEST_F(ObjectTest, ObjectDelFreesGcAndNonGcObjects) {
     cgc_object *gc = cgc_gc_new(&node_type);
     cgc_object *plain = cgc_object_new(&plain_type);
