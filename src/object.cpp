@@ -38,6 +38,22 @@ cgc_ssize_t object_size(cgc_type *type, cgc_ssize_t nitems, const char *function
     return size;
 }
 
+// Refuses use of an object whose slot is free already (a freed object),
+// reporting `function`, the pointer it was given and what is refused.
+// (A freed object's header stays readable: poison.hpp. A large object's
+// page was given back: it reads as zeros, no type; `op` is null for raw
+// memory, whose object offset a free slot no longer records.)
+bool refuse_if_freed(const GcMeta &meta, const char *function, const void *memory, const cgc_object *op,
+                     const char *refused) {
+    if (meta.flags & kAllocated) return false;
+    if (op && op->ob_type)
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed already; %s", function, memory,
+               type_name_of(op), refused);
+    else
+        report(CGC_ERR_MISUSE, "%s: memory %p was freed already; %s", function, memory, refused);
+    return true;
+}
+
 }  // namespace
 
 cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
@@ -127,7 +143,7 @@ namespace {
 [[gnu::always_inline]] inline void destroy(cgc_object *op) {
     if (has_gc_head(op)) {
         GcMeta &meta = meta_of(op);
-        if ((meta.flags ^ kAllocated) & (kAllocated | kHeld | kHasWeakrefs)) [[unlikely]] {
+        if (!allocated_without(meta, kHeld | kHasWeakrefs)) [[unlikely]] {
             destroy_unusual(op, meta);
             return;
         }
@@ -214,17 +230,20 @@ void defer_dealloc(Heap &heap, cgc_object *op) {
     heap.deferred_deallocs = op;
 }
 
+// A deferred object's link (defer_dealloc): the next one, bit 0 "was tracked".
+uintptr_t deferred_link(const cgc_object *op) { return ~static_cast<uintptr_t>(op->ob_refcnt); }
+cgc_object *deferred_next(uintptr_t link) { return reinterpret_cast<cgc_object *>(link & ~uintptr_t(1)); }
+
 bool is_deferred(const Heap &heap, const cgc_object *op) {
-    for (const cgc_object *next = heap.deferred_deallocs; next;
-         next = reinterpret_cast<const cgc_object *>(~static_cast<uintptr_t>(next->ob_refcnt) & ~uintptr_t(1)))
+    for (const cgc_object *next = heap.deferred_deallocs; next; next = deferred_next(deferred_link(next)))
         if (next == op) return true;
     return false;
 }
 
 void run_deferred_deallocs(Heap &heap) {
     while (cgc_object *op = heap.deferred_deallocs) {
-        auto link = ~static_cast<uintptr_t>(op->ob_refcnt);
-        heap.deferred_deallocs = reinterpret_cast<cgc_object *>(link & ~uintptr_t(1));
+        uintptr_t link = deferred_link(op);
+        heap.deferred_deallocs = deferred_next(link);
         op->ob_refcnt = 0;
         if (link & 1) cgc_gc_track(op);
         heap.dealloc_depth = 1;
@@ -259,17 +278,7 @@ void run_deferred_deallocs(Heap &heap) {
 [[gnu::noinline]] void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op,
                                      const char *function) {
     GcMeta &meta = page->meta[index];
-    if (!(meta.flags & kAllocated)) {
-        // (A freed object's header stays readable: see poison.hpp. The page
-        // of a large one was given back: it reads as zeros, no type.)
-        if (op && op->ob_type)
-            report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed already (a second free of "
-                   "it); not freed again", function, memory, type_name_of(op));
-        else
-            report(CGC_ERR_MISUSE, "%s: memory %p was freed already (a second free of it); not freed "
-                   "again", function, memory);
-        return;
-    }
+    if (refuse_if_freed(meta, function, memory, op, "not freed again (a second free of it)")) return;
     Heap &heap = *page->heap;
     void *slot = page->slot(index);
     cgc_object *object = object_at_slot(slot, meta);
@@ -562,11 +571,7 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
         return nullptr;
     }
     GcMeta &meta = meta_of(op);
-    if (!(meta.flags & kAllocated)) {
-        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed; it cannot be resized", function,
-               static_cast<void *>(op), type_name(type));
-        return nullptr;
-    }
+    if (refuse_if_freed(meta, function, op, &op->ob_base, "it cannot be resized")) return nullptr;
     if (type->tp_itemsize == 0) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is of a fixed-size type (tp_itemsize is 0): "
                "it has no ob_size to resize", function, static_cast<void *>(op), type_name(type));
@@ -638,11 +643,7 @@ namespace cyclegc::internal {
         return;
     }
     GcMeta &meta = meta_of(op);
-    if (!(meta.flags & kAllocated)) {
-        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed; it cannot be tracked", function,
-               memory, type_name_of(op));
-        return;
-    }
+    if (refuse_if_freed(meta, function, memory, op, "it cannot be tracked")) return;
     if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is already tracked", function, memory,
                type_name_of(op));
@@ -803,11 +804,7 @@ void *cgc_object_realloc(void *memory, size_t size) {
                "collector header", function, memory, static_cast<void *>(op), type_name_of(op));
         return nullptr;
     }
-    if (!(meta_of(op).flags & kAllocated)) {
-        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' was freed", function, static_cast<void *>(op),
-               type_name_of(op));
-        return nullptr;
-    }
+    if (refuse_if_freed(meta_of(op), function, op, op, "it cannot be reallocated")) return nullptr;
     if (cgc_gc_is_tracked(op)) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is tracked; untrack it (PyObject_GC_Fini) "
                "before resizing it", function, static_cast<void *>(op), type_name_of(op));
@@ -851,12 +848,9 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
         return 0;
     }
     GcMeta *meta = has_gc_head(self) ? &meta_of(self) : nullptr;
-    if (meta && !(meta->flags & kAllocated)) {
-        report(CGC_ERR_MISUSE, "cgc_call_finalizer_from_dealloc (PyObject_CallFinalizerFromDealloc): "
-               "object %p of type '%s' was freed already; its finalizer does not run",
-               static_cast<void *>(self), type_name_of(self));
+    if (meta && refuse_if_freed(*meta, "cgc_call_finalizer_from_dealloc (PyObject_CallFinalizerFromDealloc)",
+                                self, self, "its finalizer does not run"))
         return -1;  // (the dealloc must stop: nothing is left to destroy)
-    }
     if (meta && (meta->flags & kFinalized)) return 0;
     std::vector<cgc_object *> *running = nullptr;  // (objects without a GcMeta)
     if (!meta) {

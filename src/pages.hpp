@@ -74,13 +74,15 @@ constexpr uint8_t kUncollectable = 64;  // set apart by this collection (legacy 
 constexpr uint8_t kHeld = 128;          // the collector holds a reference while user code runs
 constexpr uint8_t kPermanent = 3;     // GcMeta::generation of frozen objects
 
-// An allocated slot's GcMeta that needs nothing when it is freed: not
-// tracked, no weak references, not held by the collector. The free fast
-// paths' test (two more instructions than testing the flags alone):
-// anything else, a slot freed already included, takes their slow path.
-inline bool is_plain_allocated(const GcMeta &meta) {
-    return ((meta.flags ^ kAllocated) & (kAllocated | kTracked | kHasWeakrefs | kHeld)) == 0;
+// The slot holds an object and none of `flags` is set: the fast paths'
+// test, which sends a slot freed already to their slow path too (one more
+// instruction than testing `flags` alone).
+inline bool allocated_without(const GcMeta &meta, uint8_t flags) {
+    return ((meta.flags ^ kAllocated) & (kAllocated | flags)) == 0;
 }
+// An allocated slot's GcMeta that needs nothing when it is freed: not
+// tracked, no weak references, not held by the collector.
+inline bool is_plain_allocated(const GcMeta &meta) { return allocated_without(meta, kTracked | kHasWeakrefs | kHeld); }
 
 constexpr size_t kPageSize = size_t(64) << 10;
 constexpr size_t kGranule = 16;

@@ -50,7 +50,7 @@ inline void report_exception(const char *where, cgc_object *op) noexcept {
 // A destructor that kept a reference to its own object (stored ref to
 // `this`): the object is destroyed, but its memory is kept, never reused.
 template <class T>
-void report_resurrected_by_destructor(cgc_object *op) noexcept {
+void report_resurrected_by_destructor() noexcept {
     try {
         std::string message = "cyclegc: an object of type '" + demangle(typeid(T).name()) +
                               "' was destroyed while a reference to it was kept (its destructor stored a "
@@ -59,7 +59,6 @@ void report_resurrected_by_destructor(cgc_object *op) noexcept {
     } catch (...) {
         cgc_error_set(CGC_ERR_MISUSE, "cyclegc: an object was destroyed while a reference to it was kept");
     }
-    (void)op;
 }
 
 template <class T>
@@ -126,7 +125,7 @@ struct cxx_type {
         self->~T();
         __asm__ __volatile__("" : : "r"(op) : "memory");
         if (op->ob_refcnt != 1) [[unlikely]] {
-            report_resurrected_by_destructor<T>(op);
+            report_resurrected_by_destructor<T>();
             return;
         }
         op->ob_refcnt = 0;  // (freed, a Py_DECREF too many finds 0 and is reported)
