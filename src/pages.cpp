@@ -76,6 +76,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     if (dirty) std::memset(memory, 0, region_size);
     auto *page = static_cast<Page *>(memory);
     page->heap = &heap;
+    page->walk_all_tracked = true;  // (the common case of a page filled by new objects)
     page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
     page->region_size = region_size;
     page->slot_size = slot_size;

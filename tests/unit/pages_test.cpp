@@ -215,5 +215,49 @@ TEST(PagesTest, WalkingTrackedObjectsSeesEveryOneUpToTheLast) {
     EXPECT_EQ(heap.space.live_objects(), 0u);
 }
 
+// A full page's walk takes the plain loop while its last walk found every
+// slot tracked (Page::walk_all_tracked), and the gathering loop once a walk
+// found an untracked object among them (an aged heap mixes them). Either
+// way a walk sees exactly the tracked objects, and the hint follows the
+// page's state one walk behind.
+TEST(PagesTest, WalkHintFollowsAFullPageThatMixesTrackedAndUntrackedObjects) {
+    Heap heap;
+    constexpr size_t kSize = 48;
+    std::vector<void *> slots{heap.space.allocate(heap, kSize)};
+    Page *page = page_of(slots[0]);
+    for (uint32_t i = 1; i < page->slot_count; ++i) slots.push_back(heap.space.allocate(heap, kSize));
+    ASSERT_EQ(page_of(slots.back()), page);
+    ASSERT_EQ(page->used, page->slot_count);
+    std::set<void *> tracked;
+    auto set_tracked = [&](void *p, bool on) {
+        GcMeta &meta = meta_of(p);
+        meta.flags = static_cast<uint8_t>(on ? meta.flags | kTracked : meta.flags & ~kTracked);
+        if (on) tracked.insert(p); else tracked.erase(p);
+    };
+    auto walk_sees_the_tracked = [&] {
+        std::set<void *> seen;
+        heap.space.for_each_tracked([&](cgc_object *op, GcMeta &) { EXPECT_TRUE(seen.insert(op).second); });
+        EXPECT_EQ(seen, tracked);
+    };
+    for (void *p : slots) set_tracked(p, true);
+    EXPECT_TRUE(page->walk_all_tracked);  // a new page
+    walk_sees_the_tracked();
+    EXPECT_TRUE(page->walk_all_tracked);
+    for (size_t i = 0; i < slots.size(); i += 3) set_tracked(slots[i], false);
+    walk_sees_the_tracked();  // the plain loop, on a page that now mixes
+    EXPECT_FALSE(page->walk_all_tracked);
+    walk_sees_the_tracked();  // the gathering loop
+    EXPECT_FALSE(page->walk_all_tracked);
+    for (void *p : slots) set_tracked(p, true);
+    walk_sees_the_tracked();  // the gathering loop finds them all tracked
+    EXPECT_TRUE(page->walk_all_tracked);
+    walk_sees_the_tracked();
+    for (void *p : slots) {
+        set_tracked(p, false);
+        heap.space.release(p);
+    }
+    EXPECT_EQ(heap.space.live_objects(), 0u);
+}
+
 }  // namespace
 }  // namespace cyclegc::internal
