@@ -35,6 +35,10 @@ const char kUsage[] =
     "  --gen-random N   add the synthetic random graph: N nodes, out-degree 0..8, 10% roots\n"
     "  --gen-chain N    add the synthetic chain of N nodes\n"
     "  --churn F        share of live edges the churn step rewrites (default 0.10)\n"
+    "  --aged           replay into an aged heap: the nodes scattered in memory among\n"
+    "                   other objects, as in a program that has run a while (both\n"
+    "                   replays alike; the floor on the graph numbered at random;\n"
+    "                   no Boehm, no memory figures)\n"
     "  --save PATH      write the (single) graph to PATH as .cgcgraph.gz, then replay it\n"
     "  --wall           time with the wall clock (default: the thread's CPU time)\n"
     "  -q, --quiet      no progress on stderr\n";
@@ -42,7 +46,7 @@ const char kUsage[] =
 struct Options {
     std::vector<std::string> files;
     std::vector<std::pair<char, uint32_t>> generated;  // ('r' | 'c', nodes)
-    bool cpython = false, boehm = false, json = false, quiet = false;
+    bool cpython = false, boehm = false, json = false, quiet = false, aged = false;
     int repeat = 1;
     double churn = 0.10;
     std::string save;
@@ -71,6 +75,7 @@ Options parse(int argc, char **argv) {
         if (a == "--cpython") o.cpython = true;
         else if (a == "--boehm") o.boehm = true;
         else if (a == "--json") o.json = true;
+        else if (a == "--aged") o.aged = true;
         else if (a == "--wall") use_wall_clock() = true;
         else if (a == "-q" || a == "--quiet") o.quiet = true;
         else if (a == "--repeat") o.repeat = static_cast<int>(parse_count(value(), "--repeat"));
@@ -227,25 +232,35 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
     if (g.stated_roots && *g.stated_roots != m.roots)
         error("the file's stats say roots=" + std::to_string(*g.stated_roots) + ", the graph has " + std::to_string(m.roots));
 
+    Aging aging;
+    Graph floor_graph, churn_floor_graph;  // --aged: the floor's graphs, numbered at random
+    if (o.aged) {
+        aging = make_aging(g);
+        floor_graph = renumbered(g, g.targets);
+        churn_floor_graph = renumbered(g, m.churned_targets);
+    }
+    const Graph &fg = o.aged ? floor_graph : g, &cfg = o.aged ? churn_floor_graph : g;
+    const std::vector<uint32_t> &churn_floor_targets = o.aged ? churn_floor_graph.targets : m.churned_targets;
+
     std::vector<ReplayResult> cg, cp, bw;
     std::vector<double> floor_ns, churn_floor_ns;
     for (int rep = 0; rep < o.repeat && status == 0; ++rep) {
-        cg.push_back(replay_cyclegc(g, m, rep == 0));
+        cg.push_back(replay_cyclegc(g, m, aging, rep == 0));
         if (!cg.back().error.empty()) error(cg.back().error);
         progress("run " + std::to_string(rep + 1) + ": cyclegc done");
         if (o.cpython && status == 0) {
-            cp.push_back(replay_cpython(g, m));
+            cp.push_back(replay_cpython(g, m, aging));
             if (!cp.back().error.empty()) error(cp.back().error);
             progress("run " + std::to_string(rep + 1) + ": cpython done");
         }
-        if (o.boehm && boehm_available() && status == 0) {
+        if (o.boehm && !o.aged && boehm_available() && status == 0) {
             bw.push_back(replay_boehm(g, m));
             if (!bw.back().error.empty()) error(bw.back().error);
         }
-        FloorResult f = floor_pass(g, g.targets);
+        FloorResult f = floor_pass(fg, fg.targets);
         floor_ns.push_back(f.ns);
         if (f.marked != m.live) error("floor pass marked " + std::to_string(f.marked) + ", expected " + std::to_string(m.live));
-        FloorResult c = floor_pass(g, m.churned_targets);
+        FloorResult c = floor_pass(cfg, churn_floor_targets);
         churn_floor_ns.push_back(c.ns);
         if (c.marked != m.live_after_churn())
             error("floor pass after the churn marked " + std::to_string(c.marked) + ", expected " +
@@ -280,6 +295,7 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
         out += ",\"churn_rewrites\":" + std::to_string(m.churn.size());
         out += ",\"python_bytes_per_node\":" + json_number(double(g.python_bytes) / (g.nodes ? g.nodes : 1), 1);
         out += ",\"repeat\":" + std::to_string(o.repeat);
+        out += std::string(",\"heap\":") + (o.aged ? "\"aged\"" : "\"fresh\"");
         out += std::string(",\"clock\":") + (use_wall_clock() ? "\"wall\"" : "\"thread_cpu\"");
         out += ",\"expected_freed\":{";
         for (size_t i = 0; i < steps.size(); ++i)
@@ -316,9 +332,9 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
         return 0;
     }
 
-    std::printf("\n== %s: %u nodes, %llu edges, %llu roots, %llu garbage (%llu acyclic), %llu live; "
+    std::printf("\n== %s%s: %u nodes, %llu edges, %llu roots, %llu garbage (%llu acyclic), %llu live; "
                 "%zu churn rewrites; median of %d\n",
-                g.name.c_str(), g.nodes, (unsigned long long)g.edges(), (unsigned long long)m.roots,
+                g.name.c_str(), o.aged ? " (aged heap)" : "", g.nodes, (unsigned long long)g.edges(), (unsigned long long)m.roots,
                 (unsigned long long)m.garbage, (unsigned long long)m.acyclic_garbage, (unsigned long long)m.live,
                 m.churn.size(), o.repeat);
     std::printf("%-27s %9s %9s %12s", "step", "per", "freed", "cyclegc ns");
@@ -363,7 +379,8 @@ int main(int argc, char **argv) {
                      "this build has no embedded CPython (configure with Python3 Development.Embed found)");
         return 2;
     }
-    if (o.boehm && !boehm_available())
+    if (o.boehm && o.aged) std::fprintf(stderr, "cyclegc-replay: --boehm: not with --aged; skipped\n");
+    else if (o.boehm && !boehm_available())
         std::fprintf(stderr, "cyclegc-replay: --boehm: this build has no Boehm GC (install libgc-dev); skipped\n");
     if (!o.json && !o.quiet) {
         std::printf("cyclegc-replay: %s ns per node unless noted; 'per' = nodes (or rewrites) the step is divided by",

@@ -33,15 +33,51 @@ struct ReplayResult {
     double heap_bytes = -1;    // the collector's own heap growth (Boehm: GC_get_heap_size)
 };
 
+// --aged: the heap of a program that has run a while, where the objects a
+// collector lists lie scattered in memory. Before the build (untimed), each
+// replay allocates two fillers of each node's size, in the graph's order,
+// with its runtime's own allocator (the size class the node will take), and
+// frees `freed_before_build` of them in that order: a seeded random half.
+// The nodes then land in those holes, in an order unrelated to the order
+// they are made, which is CPython's list order (gc.get_objects()). The
+// other half stays allocated, as a real heap's untracked objects (strings,
+// numbers) do, until the replay has freed every node. Both replays get the
+// same plan. Empty: a fresh heap (the default).
+struct Aging {
+    std::vector<uint32_t> freed_before_build;  // filler ids: 2i and 2i+1 are node i's size
+    bool on() const { return !freed_before_build.empty(); }
+};
+Aging make_aging(const Graph &graph, uint64_t seed = 7);
+
+// A replay's fillers (Aging), made with its runtime's allocator: node i's
+// two are `header` + one pointer per reference bytes, the size the runtime
+// asks for the node. Those the plan keeps are freed with the object.
+class Fillers {
+  public:
+    using Allocate = void *(*)(size_t);
+    using Free = void (*)(void *);
+    Fillers(Allocate allocate, Free free) : allocate_(allocate), free_(free) {}
+    Fillers(const Fillers &) = delete;
+    Fillers &operator=(const Fillers &) = delete;
+    ~Fillers();
+    // Allocates them and frees those freed before the build; false: out of memory.
+    bool make(const Graph &graph, const Aging &aging, size_t header);
+
+  private:
+    Allocate allocate_;
+    Free free_;
+    std::vector<void *> memory_;
+};
+
 // Replays `graph` as cyclegc objects: a variable-size GC type whose items
 // are the references. Frees everything it made before returning.
 // fresh_memory: give back the pages cyclegc keeps before building.
-ReplayResult replay_cyclegc(const Graph &graph, const Model &model, bool fresh_memory);
+ReplayResult replay_cyclegc(const Graph &graph, const Model &model, const Aging &aging, bool fresh_memory);
 
 // The same in an embedded CPython (initialised on first use), if built in.
 bool cpython_available();
 std::string cpython_version();
-ReplayResult replay_cpython(const Graph &graph, const Model &model);
+ReplayResult replay_cpython(const Graph &graph, const Model &model, const Aging &aging);
 
 // Boehm-Demers-Weiser: GC_MALLOC'd nodes; build, full collection with the
 // roots held (a full mark), drop the roots and collect. No churn step.
@@ -57,6 +93,11 @@ struct FloorResult {
     uint64_t marked = 0;
 };
 FloorResult floor_pass(const Graph &graph, const std::vector<uint32_t> &targets);
+// The graph with its nodes numbered in a seeded random order, and `targets`
+// (the graph's or the churned ones) renumbered alike: the floor of an aged
+// heap (Aging), whose mark array and edge lists are as scattered as the
+// replays' nodes.
+Graph renumbered(const Graph &graph, const std::vector<uint32_t> &targets, uint64_t seed = 7);
 
 // Memory probes.
 double rss_bytes();       // resident set size, from /proc/self/statm

@@ -111,7 +111,7 @@ std::string cpython_version() {
     return v.substr(0, v.find(' '));
 }
 
-ReplayResult replay_cpython(const Graph &g, const Model &m) {
+ReplayResult replay_cpython(const Graph &g, const Model &m, const Aging &aging) {
     ReplayResult r;
     if (!initialise()) {
         r.error = "cpython: the embedded interpreter could not be initialised";
@@ -125,6 +125,15 @@ ReplayResult replay_cpython(const Graph &g, const Model &m) {
     roots.reserve(m.roots);
 
     release_free_memory();
+    // An aged heap's fillers: pymalloc blocks of the size PyObject_GC_NewVar
+    // asks for, the object and the GC header in front of it (PyGC_Head, two
+    // words; not in 3.11's public headers).
+    Fillers fillers(PyObject_Malloc, PyObject_Free);
+    if (!fillers.make(g, aging, 2 * sizeof(void *) + sizeof(PyVarObject))) {
+        r.error = "cpython: allocation of the aged heap's fillers failed";
+        if (was_enabled) PyGC_Enable();
+        return r;
+    }
     double rss0 = rss_bytes();
     uint64_t freed0 = g_freed;
     Timer build_timer;
@@ -150,7 +159,7 @@ ReplayResult replay_cpython(const Graph &g, const Model &m) {
         }
     }
     double build_ns = build_timer.ns();
-    r.rss_bytes = (rss_bytes() - rss0) / g.nodes;
+    r.rss_bytes = aging.on() ? -1 : (rss_bytes() - rss0) / g.nodes;
     Timer finish_timer;
     for (uint32_t i = 0; i < g.nodes && !failed; ++i) {
         uint32_t external = g.external[i];
