@@ -313,6 +313,13 @@ inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
     } else {
         young.push_back(op);
     }
+    if (bits == meta_flag_bits(kAllocated)) [[likely]] {
+        // A slot as allocation left it: the new value is a constant and the
+        // index, not a function of the loaded one, so the store need not
+        // wait for that load (see untrack_newest).
+        bits = meta_flag_bits(kAllocated | kTracked) | word;
+        return true;
+    }
     bits &= ~(kMetaWordBits | kMetaGenerationBits | meta_flag_bits(kCollecting | kReachable));
     bits |= meta_flag_bits(kTracked) | word;
     return true;
@@ -345,6 +352,10 @@ inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     // indices, the array is parked and empty).
     CYCLEGC_INVARIANT(young.back() == op, "untrack_newest: generation 0's array and the object's index disagree");
     young.pop_back();
+    if ((bits >> 32) == (kAllocated | kTracked)) [[likely]] {
+        set_meta_bits(meta, meta_flag_bits(kAllocated) | young.size());
+        return true;
+    }
     set_meta_bits(meta, bits & ~meta_flag_bits(kTracked));
     return true;
 }

@@ -29,6 +29,9 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace cyclegc::internal {
 
@@ -286,17 +289,42 @@ class PageSpace {
             // about once per object (a full collection after freeing much:
             // 15% faster on the replays, session 5; a live aged heap's 1.4x
             // faster, session 11).
-            uint32_t count = 0;
-            for (uint32_t i = 0; i < n; ++i) {
-                tracked[count] = static_cast<uint16_t>(i);
-                count += (meta[i].flags & kTracked) != 0;  // (a free slot's flags are 0)
-            }
+            uint32_t count = gather_tracked(meta, n, tracked);
             page->walk_all_tracked = count == n;
             for (uint32_t k = 0; k < count; ++k) f(page->object_at(tracked[k]), page->meta[tracked[k]]);
         }
     }
 
   private:
+    // Writes the indices of the tracked slots among meta[0, n) to `tracked`
+    // and returns how many, with no branch that depends on a slot's flags
+    // but the end of each 64-slot mask.
+    static uint32_t gather_tracked(const GcMeta *meta, uint32_t n, uint16_t *tracked) {
+        uint32_t count = 0, i = 0;
+#if defined(__SSE2__)
+        // Two GcMeta per 16-byte load: shifting each 64-bit lane left by 30
+        // brings its kTracked flag (bit 33) to the lane's sign bit, which
+        // movemask collects; a 64-slot mask is then read bit by bit. About
+        // a third of the instructions of the loop below, on pages that mix
+        // tracked and untracked objects, as an aged heap's do (session 12,
+        // docs/design.md).
+        static_assert(kTracked == 2 && offsetof(GcMeta, flags) == 4, "the shift below");
+        for (; i + 64 <= n; i += 64) {
+            uint64_t mask = 0;
+            for (uint32_t j = 0; j < 64; j += 2) {
+                __m128i pair = _mm_loadu_si128(reinterpret_cast<const __m128i *>(meta + i + j));
+                mask |= uint64_t(_mm_movemask_pd(_mm_castsi128_pd(_mm_slli_epi64(pair, 30)))) << j;
+            }
+            for (; mask; mask &= mask - 1) tracked[count++] = static_cast<uint16_t>(i + std::countr_zero(mask));
+        }
+#endif
+        for (; i < n; ++i) {
+            tracked[count] = static_cast<uint16_t>(i);
+            count += (meta[i].flags & kTracked) != 0;  // (a free slot's flags are 0)
+        }
+        return count;
+    }
+
     // Counts the walks running (they nest: a traversal may ask gc_module for
     // referrers); the last to end frees the pages that emptied meanwhile.
     struct WalkGuard {
