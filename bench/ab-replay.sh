@@ -3,20 +3,21 @@
 # times (interleaved, so that the machine's drift hits each alike), and
 # prints the median of each step per binary. For changes of a few percent,
 # which a single run cannot tell from noise (use 9 rounds or more). Each
-# run replays the graph REPEAT times (default 3; REPEAT=1: cold runs only).
+# run replays the graph REPEAT times (default 3; REPEAT=1: cold runs only),
+# with the options in REPLAY_FLAGS (e.g. REPLAY_FLAGS=--aged).
 #
 #   bench/ab-replay.sh ROUNDS GRAPH.cgcgraph.gz BINARY...
 #   e.g. bench/ab-replay.sh 9 ../shared/graphs/test-garbage.cgcgraph.gz /tmp/replay-before build/bench-release/bench/cyclegc-replay
 set -euo pipefail
 if [ $# -lt 3 ]; then
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 rounds=$1 graph=$2
 shift 2
 for _ in $(seq "$rounds"); do
     for binary in "$@"; do
-        "$binary" --repeat "${REPEAT:-3}" -q "$graph" 2>&1 | grep -E '^(build|full collect|churn|drop)' |
+        "$binary" --repeat "${REPEAT:-3}" ${REPLAY_FLAGS:-} -q "$graph" 2>&1 | grep -E '^(build|full collect|churn|drop)' |
             sed 's/ *floor.*//' |
             awk -v b="$binary" '{v = $NF; $NF = ""; sub(/ +[0-9]+ +[0-9]+ *$/, ""); sub(/ +[0-9]+ *$/, ""); print b "\t" $0 "\t" v}'
     done
