@@ -632,10 +632,13 @@ Found find_unreachable_full(Heap &heap) {
     heap.clear_young();
     AnalysisPhase analysis(heap);
     PageSpace &space = heap.space;
+    // The three walks below see the same tracked objects (nothing is
+    // tracked or untracked meanwhile): the first records which slots of the
+    // pages it gathers are tracked, the others read that (PageSpace::Masks).
     RefCounter counter;
     space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
         if (meta.generation != kPermanent) traverse(op, visit_count, &counter);
-    });
+    }, PageSpace::Masks::record);
     counter.flush();
 
     MarkStack stack{heap};
@@ -668,7 +671,7 @@ Found find_unreachable_full(Heap &heap) {
             stack.items.pop_back();
             traverse(next, visit_mark_full, &stack);
         }
-    });
+    }, PageSpace::Masks::replay);
     if (stack.failed)
         report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
     if (heap.traverse_failed) stack.failed = true;  // (a traversal cut short: nothing is unreachable)
@@ -699,7 +702,7 @@ Found find_unreachable_full(Heap &heap) {
         meta.flags &= static_cast<uint8_t>(~kReachable);
         meta.generation = 2;
         meta.word = 0;
-    });
+    }, PageSpace::Masks::replay);
     return found;
 }
 

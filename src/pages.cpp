@@ -4,6 +4,7 @@
 #include "arena.hpp"
 #include "heap.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -179,6 +180,26 @@ void PageSpace::release_slow(Page *page, uint32_t index) {
         return;
     }
     free_page(page);
+}
+
+uint64_t *PageSpace::record_mask(size_t p, uint32_t n) {
+    size_t words = (n + 63) / 64;
+    if (!recording_failed_) {
+        try {
+            Heap &heap = *pages_[p]->heap;
+            if (recorded_.capacity() <= p) note_internal_allocation(heap);
+            recorded_.resize(std::max(recorded_.size(), p + 1), RecordedMasks{nullptr, 0, 0});
+            reserve_counted(heap, mask_words_, words);
+            auto first_word = static_cast<uint32_t>(mask_words_.size());
+            mask_words_.resize(mask_words_.size() + words);
+            recorded_[p] = {pages_[p], n, first_word};
+            return &mask_words_[first_word];
+        } catch (const std::bad_alloc &) {
+            // That page and the later ones are read from their GcMeta.
+            recording_failed_ = true;
+        }
+    }
+    return spare_mask_;
 }
 
 void PageSpace::free_emptied_pages() {

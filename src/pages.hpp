@@ -250,9 +250,16 @@ class PageSpace {
     // objects are untracked), and pages that empty meanwhile stay in place
     // until the walk ends (a page freed mid-walk would move another into its
     // place in pages(), which the walk would then skip).
+    // What a walk does with the tracked-slot masks of the pages whose slots
+    // it gathers (see recorded_): nothing; record them; or read the recorded
+    // ones instead of the pages' GcMeta, which is only right while no
+    // object is tracked or untracked (a collection's analysis).
+    enum class Masks { none, record, replay };
+
     template <typename F>
-    void for_each_tracked(F f) {
+    void for_each_tracked(F f, Masks masks = Masks::none) {
         WalkGuard guard(*this);
+        if (masks == Masks::record) start_recording();
         uint16_t tracked[kPageSize / kGranule];
         for (size_t p = 0; p < pages_.size(); ++p) {
             Page *page = pages_[p];
@@ -289,25 +296,34 @@ class PageSpace {
             // about once per object (a full collection after freeing much:
             // 15% faster on the replays, session 5; a live aged heap's 1.4x
             // faster, session 11).
-            uint32_t count = gather_tracked(meta, n, tracked);
+            uint64_t scratch[kMaxMaskWords];
+            uint64_t *words = scratch;
+            uint32_t slots = n;
+            if (masks == Masks::replay && p < recorded_.size() && recorded_[p].page == page) {
+                // (Slots handed out since the record hold untracked objects.)
+                words = &mask_words_[recorded_[p].first_word];
+                slots = recorded_[p].slots;
+            } else {
+                if (masks == Masks::record) words = record_mask(p, n);
+                tracked_masks(meta, n, words);
+            }
+            uint32_t count = indices_of(words, slots, tracked);
             page->walk_all_tracked = count == n;
             for (uint32_t k = 0; k < count; ++k) f(page->object_at(tracked[k]), page->meta[tracked[k]]);
         }
     }
 
   private:
-    // Writes the indices of the tracked slots among meta[0, n) to `tracked`
-    // and returns how many, with no branch that depends on a slot's flags
-    // but the end of each 64-slot mask.
-    static uint32_t gather_tracked(const GcMeta *meta, uint32_t n, uint16_t *tracked) {
-        uint32_t count = 0, i = 0;
+    // The tracked slots among meta[0, n) as masks: bit i % 64 of
+    // words[i / 64] for slot i.
+    static void tracked_masks(const GcMeta *meta, uint32_t n, uint64_t *words) {
+        uint32_t i = 0;
 #if defined(__SSE2__)
         // Two GcMeta per 16-byte load: shifting each 64-bit lane left by 30
         // brings its kTracked flag (bit 33) to the lane's sign bit, which
-        // movemask collects; a 64-slot mask is then read bit by bit. About
-        // a third of the instructions of the loop below, on pages that mix
-        // tracked and untracked objects, as an aged heap's do (session 12,
-        // docs/design.md).
+        // movemask collects. About a third of the instructions of a test
+        // per slot, on pages that mix tracked and untracked objects, as an
+        // aged heap's do (session 12, docs/design.md).
         static_assert(kTracked == 2 && offsetof(GcMeta, flags) == 4, "the shift below");
         for (; i + 64 <= n; i += 64) {
             uint64_t mask = 0;
@@ -315,17 +331,36 @@ class PageSpace {
                 __m128i pair = _mm_loadu_si128(reinterpret_cast<const __m128i *>(meta + i + j));
                 mask |= uint64_t(_mm_movemask_pd(_mm_castsi128_pd(_mm_slli_epi64(pair, 30)))) << j;
             }
-            for (; mask; mask &= mask - 1) tracked[count++] = static_cast<uint16_t>(i + std::countr_zero(mask));
+            words[i / 64] = mask;
         }
 #endif
-        for (; i < n; ++i) {
-            tracked[count] = static_cast<uint16_t>(i);
-            count += (meta[i].flags & kTracked) != 0;  // (a free slot's flags are 0)
+        for (; i < n; i += 64) {
+            uint64_t mask = 0;
+            for (uint32_t j = 0; j < 64 && i + j < n; ++j)
+                mask |= uint64_t((meta[i + j].flags & kTracked) != 0) << j;  // (a free slot's flags are 0)
+            words[i / 64] = mask;
         }
+    }
+    // Writes the indices of the slots set in masks of n slots to `tracked`,
+    // in order, and returns how many.
+    static uint32_t indices_of(const uint64_t *words, uint32_t n, uint16_t *tracked) {
+        uint32_t count = 0;
+        for (uint32_t w = 0; w * 64 < n; ++w)
+            for (uint64_t mask = words[w]; mask; mask &= mask - 1)
+                tracked[count++] = static_cast<uint16_t>(w * 64 + std::countr_zero(mask));
         return count;
     }
+    void start_recording() {
+        recorded_.clear();
+        mask_words_.clear();
+        recording_failed_ = false;
+    }
+    // Room for page p's masks of n slots among the recorded ones, or (out of
+    // memory: that page is not recorded, and will be read from its GcMeta)
+    // the spare words.
+    uint64_t *record_mask(size_t p, uint32_t n);
 
-    // Counts the walks running (they nest: a traversal may ask gc_module for
+    // Counts the walks running    // Counts the walks running (they nest: a traversal may ask gc_module for
     // referrers); the last to end frees the pages that emptied meanwhile.
     struct WalkGuard {
         explicit WalkGuard(PageSpace &walked) : space(walked) { ++space.walks_; }
@@ -355,6 +390,24 @@ class PageSpace {
     void free_page(Page *page);
     void link_partial(Page *page);
     void unlink_partial(Page *page);
+
+    // Masks recorded by a walk (Masks::record) for the later walks of the
+    // same analysis (Masks::replay): the first walk of a full collection
+    // reads every gathered page's GcMeta, the other two read a bit per
+    // slot instead of 8 bytes.
+    // A page's entry is checked against the page at its index when read: a
+    // page that empties during a walk is freed when it ends, and the last
+    // page takes its index (a page with a tracked object cannot empty).
+    static constexpr uint32_t kMaxMaskWords = kPageSize / kGranule / 64;
+    struct RecordedMasks {
+        Page *page;  // null: not recorded
+        uint32_t slots;
+        uint32_t first_word;  // in mask_words_
+    };
+    std::vector<RecordedMasks> recorded_;  // by page index
+    std::vector<uint64_t> mask_words_;
+    uint64_t spare_mask_[kMaxMaskWords];
+    bool recording_failed_ = false;
 
     Page *partial_[kClassCount] = {};
     std::vector<Page *> pages_;

@@ -13,6 +13,7 @@
 // | drops the last reference to a tracked one | refused (not freed) with CGC_ERR_MISUSE              |
 // | allocates and frees objects               | must not break the collection (walks the pages)      |
 // | frees a page's last object during a walk   | the page stays until the walk ends: none is skipped   |
+// | the same in the counting walk              | the next walks read no other page's record           |
 // | tracks objects during gc.get_referrers     | no freed memory read                                 |
 // | frees a tracked object (PyObject_GC_Del)   | refused with CGC_ERR_MISUSE naming the type          |
 #include "hostile_types.hpp"
@@ -421,6 +422,50 @@ TEST_F(HostileTraverse, FreeingATrackedObjectFromTraverseIsRefused) {
     cgc_decref(ob(victim));
     cgc_decref(ob(walker));
     EXPECT_FALSE(alive(1) || alive(2));
+}
+
+// A full collection's first walk records which slots of the pages it
+// gathers are tracked, and its two later walks read that record. Here the
+// counting walk frees the first page's only object (untracked): the page is
+// freed when that walk ends, and the last page (one tracked container among
+// untracked objects) takes its index. Read with the first page's record (no
+// tracked slot), the container would be passed over by the marking walk,
+// and its child, referenced by it alone, cleared as unreachable.
+TEST_F(HostileTraverse, ThePageTakingAFreedPagesPlaceIsNotReadWithItsRecord) {
+    traverse_calls = 0;
+    scratch_object = cgc_gc_new_var(&big_type, 3000);  // page 0: large, untracked
+    ASSERT_NE(scratch_object, nullptr);
+    HObj *child = make(&plain_type, 1);  // page 1
+    HObj *leaf = make(&plain_type, 2, /*track=*/false);
+    set(child, 0, leaf);
+    cgc_decref(ob(leaf));
+    cgc_object *held = cgc_gc_new_var(&big_type, 2);  // page 2: a size class of its own
+    cgc_object *untracked = cgc_gc_new_var(&big_type, 2);
+    ASSERT_NE(held, nullptr);
+    ASSERT_NE(untracked, nullptr);
+    big_items(held)[0] = ob(child);  // (our reference, handed over)
+    cgc_gc_track(held);
+    // A first collection finds the pages mixed (tracked and untracked slots,
+    // or none tracked): the next one gathers, and records, every page.
+    EXPECT_EQ(cgc_collect(2), 0);
+    hooks.traverse = [](HObj *o, cgc_visitproc visit, void *arg) {
+        if (++traverse_calls == 1) {  // the counting walk
+            cgc_decref(scratch_object);
+            scratch_object = nullptr;
+        }
+        return visit_slots(o, visit, arg);
+    };
+    EXPECT_EQ(cgc_collect(2), 0);
+    hooks.traverse = nullptr;
+    EXPECT_EQ(scratch_object, nullptr);
+    EXPECT_EQ(child->slot[0], ob(leaf));  // not cleared
+    EXPECT_TRUE(alive(1));
+    EXPECT_TRUE(alive(2));
+    EXPECT_TRUE(hooks.canary_errors.empty());
+    cgc_decref(held);
+    EXPECT_FALSE(alive(1));
+    EXPECT_FALSE(alive(2));
+    cgc_decref(untracked);
 }
 
 // gc.get_referrers runs every tracked object's traverse outside a
