@@ -931,6 +931,7 @@ void release_large_scratch(Heap &heap) {
     release(heap.unreachable);
     release(heap.mark_stack);
     release(heap.candidate_metas);
+    heap.space.release_large_masks(kKeptEntries);
 }
 
 struct Outcome {

@@ -187,9 +187,11 @@ uint64_t *PageSpace::record_mask(size_t p, uint32_t n) {
     if (!recording_failed_) {
         try {
             Heap &heap = *pages_[p]->heap;
+            // (Both grow by doubling: one page's few words at a time, an
+            // exact reserve would copy the whole record each time.)
             if (recorded_.capacity() <= p) note_internal_allocation(heap);
             recorded_.resize(std::max(recorded_.size(), p + 1), RecordedMasks{nullptr, 0, 0});
-            reserve_counted(heap, mask_words_, words);
+            if (mask_words_.capacity() - mask_words_.size() < words) note_internal_allocation(heap);
             auto first_word = static_cast<uint32_t>(mask_words_.size());
             mask_words_.resize(mask_words_.size() + words);
             recorded_[p] = {pages_[p], n, first_word};

@@ -236,6 +236,15 @@ class PageSpace {
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
 
+    // Gives back the memory of the recorded masks (Masks::record) if they
+    // took more than `kept_words` words; they are kept for the next
+    // collection otherwise.
+    void release_large_masks(size_t kept_words) {
+        if (mask_words_.capacity() <= kept_words) return;
+        std::vector<RecordedMasks>().swap(recorded_);
+        std::vector<uint64_t>().swap(mask_words_);
+    }
+
     const std::vector<Page *> &pages() const { return pages_; }
     size_t page_bytes() const { return page_bytes_; }
     size_t live_objects() const {
