@@ -287,9 +287,12 @@ class PageSpace {
                 page->walk_all_tracked = !mixed;
                 continue;
             }
-            if (used < n / 16) {
+            if (used == 0) continue;  // (an empty page kept for reuse)
+            if (used < n / 16 && masks == Masks::none) {
                 // Nearly empty (a page kept after its objects died): few
                 // branches mispredict, and the scan stops at the last object.
+                // (A collection's walks take the masks below instead: its
+                // later walks then read a bit per slot, not the GcMeta.)
                 for (uint32_t i = 0, left = used; left != 0 && i < n; ++i) {
                     uint8_t flags = meta[i].flags;
                     if (!(flags & kAllocated)) continue;
