@@ -201,7 +201,7 @@ uint64_t *PageSpace::record_mask(size_t p, uint32_t n) {
             recording_failed_ = true;
         }
     }
-    return spare_mask_;
+    return nullptr;
 }
 
 void PageSpace::free_emptied_pages() {

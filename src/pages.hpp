@@ -316,7 +316,8 @@ class PageSpace {
                 words = &mask_words_[recorded_[p].first_word];
                 slots = recorded_[p].slots;
             } else {
-                if (masks == Masks::record) words = record_mask(p, n);
+                if (masks == Masks::record)
+                    if (uint64_t *recorded = record_mask(p, n)) words = recorded;
                 tracked_masks(meta, n, words);
             }
             uint32_t count = indices_of(words, slots, tracked);
@@ -368,9 +369,9 @@ class PageSpace {
         mask_words_.clear();
         recording_failed_ = false;
     }
-    // Room for page p's masks of n slots among the recorded ones, or (out of
-    // memory: that page is not recorded, and will be read from its GcMeta)
-    // the spare words.
+    // Room for page p's masks of n slots among the recorded ones, or null
+    // (out of memory: that page is not recorded, and will be read from its
+    // GcMeta).
     uint64_t *record_mask(size_t p, uint32_t n);
 
     // Counts the walks running (they nest: a traversal may ask gc_module for
@@ -419,7 +420,6 @@ class PageSpace {
     };
     std::vector<RecordedMasks> recorded_;  // by page index
     std::vector<uint64_t> mask_words_;
-    uint64_t spare_mask_[kMaxMaskWords];
     bool recording_failed_ = false;
 
     Page *partial_[kClassCount] = {};
