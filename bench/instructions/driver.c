@@ -1,5 +1,6 @@
 /* A driver for counting instructions with callgrind: the loops of the
- * micro-benchmarks (bench/micro/loops.h) against <cyclegc/Python.h>, without
+ * micro-benchmarks (bench/micro/loops.h) against <cyclegc/Python.h>, or
+ * against CPython's own <Python.h> when built with -DDRIVER_CPYTHON, without
  * Google Benchmark's own work around them. bench/instructions/count.sh runs
  * it twice with different sizes and prints the difference per iteration.
  *
@@ -7,8 +8,14 @@
  *   driver cycles N       N short-lived 2-cycles, automatic collection on
  *   driver tree N C       a live binary tree of N objects, then 1 + C full collections
  */
+#ifdef DRIVER_CPYTHON
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#else
 #include <cyclegc/Python.h>
+#endif
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +23,30 @@
 #define LOOP_PREFIX cg
 #include "../micro/loops.h"
 
+/* CPython as the micro-benchmarks start it (bench/micro/loops_cpython.c):
+ * its own objects frozen, so that collections see only the loop's. */
+static int ready(void) {
+#ifdef DRIVER_CPYTHON
+    PyConfig config;
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    PyStatus status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status) || PyRun_SimpleString("import gc; gc.collect(); gc.freeze()") != 0) return -1;
+#endif
+    return cg_ready();
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: driver acyclic|cycles N | driver tree N COLLECTIONS\n");
         return 2;
     }
     long n = atol(argv[2]);
-    cg_ready();
+    if (ready() < 0) {
+        fprintf(stderr, "driver: set-up failed\n");
+        return 1;
+    }
     if (strcmp(argv[1], "acyclic") == 0) {
         cg_acyclic(n);
     } else if (strcmp(argv[1], "cycles") == 0) {
