@@ -1,15 +1,14 @@
 """CPython's own full collection on a real heap, for scale against the
 replays (session 12, BENCHMARKS.md): imports part of the standard library,
-makes and drops 200,000 small dicts (half kept in a sliding window), then
-times gc.collect() seven times (thread CPU time) and prints the median and
-minimum per tracked object.
+makes and drops 200,000 small dicts (half kept in a sliding window).
+bench/results/session13/real_collect.py times gc.collect() on the heap it
+leaves (seven times, thread CPU time; the median and minimum per tracked
+object):
 
-    /usr/bin/python3.11 bench/results/session12/real_cpython_gc.py
+    cd bench/results/session13 && /usr/bin/python3.11 real_collect.py ../session12/real_cpython_gc.py
 """
 import gc
 import importlib
-import sys
-import time
 
 gc.disable()
 for name in ['json', 'email', 'http.client', 'xml.dom.minidom', 'argparse', 'asyncio', 'decimal',
@@ -24,12 +23,3 @@ for i in range(200000):
     window.append({'k': [i, str(i)], 'v': (i,)})
     if len(window) > 50000:
         window = window[25000:]
-tracked = len(gc.get_objects())
-times = []
-for _ in range(7):
-    start = time.thread_time_ns()
-    gc.collect()
-    times.append(time.thread_time_ns() - start)
-times.sort()
-print(sys.version.split()[0], 'tracked objects', tracked,
-      'full collection ns/object: median %.1f min %.1f' % (times[3] / tracked, times[0] / tracked))
