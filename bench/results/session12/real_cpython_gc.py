@@ -5,7 +5,7 @@ bench/results/session13/real_collect.py times gc.collect() on the heap it
 leaves (seven times, thread CPU time; the median and minimum per tracked
 object):
 
-    cd bench/results/session13 && /usr/bin/python3.11 real_collect.py ../session12/real_cpython_gc.py
+    /usr/bin/python3.11 bench/results/session13/real_collect.py bench/results/session12/real_cpython_gc.py
 """
 import gc
 import importlib

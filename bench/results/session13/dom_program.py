@@ -1,7 +1,7 @@
 # A DOM-shaped heap: xml.dom.minidom parses a generated document of about
 # 40k elements; every node holds its parent, its owner document, its
-# children's list and attribute maps (cycles everywhere). Part of a second
-# document is dropped without unlinking (cyclic garbage).
+# children's list and attribute maps (cycles everywhere). A second
+# document is dropped without unlinking: cyclic garbage.
 import random
 from xml.dom import minidom
 random.seed(13)

@@ -5,7 +5,7 @@ median and minimum in ns per tracked object. Beside the replays of the
 same program's snapshot, it says which heap model (fresh or aged) the real
 process resembles.
 
-    /usr/bin/python3.11 bench/results/session13/real_collect.py dom_program.py
+    /usr/bin/python3.11 bench/results/session13/real_collect.py bench/results/session13/dom_program.py
 """
 import gc
 import runpy
