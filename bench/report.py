@@ -3,15 +3,22 @@
 files bench/plot.sh plots.
 
     bench/report.py --micro micro.json [--replay replay.jsonl] [--dat DIR] [--markdown]
+    bench/report.py --across RUN.jsonl...
 
 --micro:  cyclegc_bench --benchmark_out=micro.json --benchmark_out_format=json
           (with --benchmark_repetitions=N: the medians are used)
 --replay: cyclegc-replay --json --cpython [--boehm] ... > replay.jsonl
 --dat:    write full_collect.dat, young_collect.dat, replay.dat there
---markdown: print the tables and the target checks"""
+--markdown: print the tables and the target checks
+--across: replay runs of the same graphs (fresh or --aged, interleaved):
+          a table of medians per graph, layout and step, the ratios' ranges
+          across the runs, and CPython over the floor (where CPython takes
+          less than 5x the floor, a collection 5x faster than CPython would
+          have to beat the floor)"""
 import argparse
 import json
 import os
+import statistics
 import sys
 
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -225,13 +232,48 @@ def write_dat(micro, replay, directory):
                 f.write(r["graph"] + " " + " ".join(f"{v:.3f}" if v is not None else "NaN" for v in vals) + "\n")
 
 
+ACROSS_STEPS = [("roots held", "collect_live_ns_per_node", "mark_ns_per_node"),
+                ("after the churn", "churn_collect_ns_per_node", "after_churn_mark_ns_per_node"),
+                ("drop + collect", "drop_and_collect_ns_per_node", None)]
+
+
+def across(paths):
+    """Medians over several replay runs, by graph, heap layout and step."""
+    rows = {}
+    for path in paths:
+        for run in load_replay(path):
+            for step, key, floor_key in ACROSS_STEPS:
+                floor = run["floor"][floor_key] if floor_key else None
+                rows.setdefault((run["graph"], run.get("heap", "fresh"), step), []).append(
+                    (run["cyclegc"][key], run["cpython"][key], floor))
+
+    def spread(values):
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    out = ["| graph | heap | step | cyclegc | CPython | floor | CPython / cyclegc | cyclegc / floor | CPython / floor |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (graph, heap, step), runs in sorted(rows.items()):
+        cells = [graph, heap, step, f"{statistics.median(r[0] for r in runs):.1f}",
+                 f"{statistics.median(r[1] for r in runs):.1f}"]
+        if runs[0][2] is None:
+            cells += ["", spread([p / c for c, p, _ in runs]), "", ""]
+        else:
+            cells += [f"{statistics.median(r[2] for r in runs):.1f}", spread([p / c for c, p, _ in runs]),
+                      f"{statistics.median(c / f for c, _, f in runs):.2f}", spread([p / f for _, p, f in runs])]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--micro")
     parser.add_argument("--replay")
     parser.add_argument("--dat")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--across", nargs="+", metavar="RUN.jsonl")
     o = parser.parse_args()
+    if o.across:
+        print(across(o.across))
     micro = load_micro(o.micro)[0] if o.micro else {}
     replay = load_replay(o.replay) if o.replay else []
     if o.dat:
