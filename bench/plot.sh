@@ -6,13 +6,13 @@
 #
 # MICRO.json:   cyclegc_bench --benchmark_out=MICRO.json --benchmark_out_format=json ...
 # REPLAY.jsonl: cyclegc-replay --json --cpython ... > REPLAY.jsonl   (optional)
-# OUTDIR:       default docs/img
+# OUTDIR:       default: an img folder beside MICRO.json
 # Writes full_collect.png, young_collect.png and (with a replay) replay.png.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 micro="${1:?usage: bench/plot.sh MICRO.json [REPLAY.jsonl] [OUTDIR]}"
 replay="${2:-}"
-out="${3:-$here/../docs/img}"
+out="${3:-$(dirname "$micro")/img}"
 if ! command -v gnuplot > /dev/null; then
   echo "plot.sh: gnuplot is missing: sudo apt-get install gnuplot-nox" >&2
   exit 1

@@ -1,19 +1,21 @@
 #!/bin/bash
 # The whole benchmark suite of BENCHMARKS.md, one benchmark at a time, raw
-# outputs to OUTDIR (about 30 minutes on 2 cores):
-#   bench/suite.sh bench/results/sessionN
+# outputs to OUTDIR (default build/bench-release/bench-results; about 30
+# minutes on 2 cores):
+#   bench/suite.sh [OUTDIR]
 # Needs the two release builds (both libraries static, then both shared):
 #   cmake --preset release -B build/bench-release
 #   cmake --preset release -B build/bench-shared -DCYCLEGC_BENCH_LINK=shared
 # and ../shared/graphs beside the project.
 set -euxo pipefail
 cd "$(dirname "$0")/.."
-R=$1
+R=${1:-build/bench-release/bench-results}
 mkdir -p "$R"
 date -u > "$R/when.txt"; git rev-parse --short HEAD >> "$R/when.txt"
 cmake --build build/bench-release -j2 && cmake --build build/bench-shared -j2
 replay=build/bench-release/bench/cyclegc-replay
-unseen=(bench/results/session8/new-heap.cgcgraph.gz bench/results/session8/heap8.cgcgraph.gz bench/results/session9/heap9.cgcgraph.gz)
+# Heaps of programs unlike the shared graphs: snapshots of bench/graphs/*-program.py (tools/snapshot_heap.py)
+unseen=(bench/graphs/{mixed,ast,data}-program.cgcgraph.gz)
 $replay --json --cpython --boehm --repeat 3 \
     ../shared/graphs/{stdlib-import,test-garbage,ring-1m,pairs-500k,star-1m}.cgcgraph.gz > "$R/replay-shared.jsonl" 2> "$R/replay-shared.log"
 $replay --json --cpython --repeat 5 "${unseen[@]}" > "$R/replay-unseen.jsonl" 2> "$R/replay-unseen.log"
