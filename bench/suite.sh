@@ -19,7 +19,7 @@ unseen=(bench/graphs/{mixed,ast,data}-program.cgcgraph.gz)
 $replay --json --cpython --boehm --repeat 3 \
     ../shared/graphs/{stdlib-import,test-garbage,ring-1m,pairs-500k,star-1m}.cgcgraph.gz > "$R/replay-shared.jsonl" 2> "$R/replay-shared.log"
 $replay --json --cpython --repeat 5 "${unseen[@]}" > "$R/replay-unseen.jsonl" 2> "$R/replay-unseen.log"
-# Aged heaps: the nodes scattered among kept fillers (BENCHMARKS.md, "What is measured")
+# Aged heaps: the nodes scattered among kept fillers (BENCHMARKS.md, "Method")
 $replay --json --cpython --aged --repeat 3 \
     ../shared/graphs/{stdlib-import,test-garbage}.cgcgraph.gz > "$R/replay-aged-shared.jsonl" 2> "$R/replay-aged-shared.log"
 $replay --json --cpython --aged --repeat 3 "${unseen[@]}" > "$R/replay-aged-unseen.jsonl" 2> "$R/replay-aged-unseen.log"
