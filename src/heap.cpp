@@ -3,9 +3,12 @@
 #include "arena.hpp"
 #include "heap.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+
+#include <unistd.h>
 
 namespace cyclegc::internal {
 
@@ -52,14 +55,78 @@ void report_garbage_at_shutdown(Heap &heap) {
 
 }  // namespace
 
-// initial-exec: a plain %fs-relative load, not a __tls_get_addr call; the
-// pointer is all the library keeps per thread.
+// initial-exec: a plain %fs-relative load, not a __tls_get_addr call.
 constinit thread_local Heap *t_current_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local uint64_t t_thread_id __attribute__((tls_model("initial-exec"))) = 0;
+
+uint64_t thread_id() {
+    static std::atomic<uint64_t> last{0};
+    if (!t_thread_id) t_thread_id = last.fetch_add(1, std::memory_order_relaxed) + 1;
+    return t_thread_id;
+}
+
+void claim(Heap &heap) {
+    heap.owner = thread_id();
+    heap.owner_tid = static_cast<long>(gettid());
+}
+
+bool foreign_thread_use(Heap &heap, const char *function, const cgc_object *op) {
+    if (heap.owner == thread_id()) return false;  // (the thread had no number yet)
+    report(CGC_ERR_MISUSE,
+           "%s: object %p of type '%s' belongs to a heap confined to thread %ld, but thread %ld "
+           "used it; a heap's objects may only be used by the thread that made the heap current "
+           "(cgc_heap_set_current); refused", function, static_cast<const void *>(op),
+           op ? type_name_of(op) : "<none>", heap.owner_tid, static_cast<long>(gettid()));
+    return true;
+}
+
+namespace {
+
+// The heap a thread gets when it uses cyclegc without choosing one: the
+// process's default heap for the first such thread, a heap of its own for
+// every other (two threads on one heap would race on its counts and lists).
+// At the thread's exit its own heap is finalized, and deleted if no object
+// in it outlives the thread; else it is kept for them, owned by no thread.
+struct ThreadHome {
+    Heap *heap = nullptr;
+    bool own = false;  // made for this thread (not the default heap)
+
+    ~ThreadHome() {
+        if (!own) return;
+        Heap *home = heap;
+        heap = nullptr;
+        t_current_heap = home;
+        cgc_finalize();
+        if (home->space.live_objects() == 0) {
+            t_current_heap = nullptr;
+            delete home;
+        } else {
+            home->owner = 0;
+        }
+    }
+};
+thread_local ThreadHome t_home;
+
+}  // namespace
 
 Heap &current_heap_slow() {
-    Heap &heap = default_heap();
-    t_current_heap = &heap;
-    return heap;
+    ThreadHome &home = t_home;
+    if (!home.heap) {
+        static std::atomic<bool> default_taken{false};
+        if (!default_taken.exchange(true)) {
+            home.heap = &default_heap();
+        } else {
+            home.heap = new (std::nothrow) Heap();
+            if (!home.heap) {
+                std::fprintf(stderr, "cyclegc: out of memory for the heap of a new thread\n");
+                std::abort();
+            }
+            home.own = true;
+        }
+    }
+    claim(*home.heap);
+    t_current_heap = home.heap;
+    return *home.heap;
 }
 
 void invariant_failed(const char *what, const char *file, int line) {
@@ -126,6 +193,7 @@ void cgc_heap_delete(cgc_heap *handle) {
     }
     Heap *previous = &current_heap();
     t_current_heap = heap;
+    claim(*heap);  // (deleting it is the last use: this thread's)
     cgc_finalize();
     bool empty = heap->space.live_objects() == 0;
     t_current_heap = previous == heap ? nullptr : previous;
@@ -141,7 +209,15 @@ void cgc_heap_delete(cgc_heap *handle) {
 
 cgc_heap *cgc_heap_current(void) { return reinterpret_cast<cgc_heap *>(&current_heap()); }
 
-void cgc_heap_set_current(cgc_heap *heap) { t_current_heap = reinterpret_cast<Heap *>(heap); }
+void cgc_heap_set_current(cgc_heap *handle) {
+    Heap *heap = reinterpret_cast<Heap *>(handle);
+    if (!heap) {
+        t_current_heap = nullptr;  // the thread's own heap, on next use
+        return;
+    }
+    claim(*heap);
+    t_current_heap = heap;
+}
 
 int cgc_enable(void) {
     Heap &heap = current_heap();

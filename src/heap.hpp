@@ -1,5 +1,6 @@
-// A heap: all the state of one collector. Nothing in cyclegc lives outside a
-// heap except the pointer to each thread's current heap (heap.cpp).
+// A heap: all the state of one collector. Outside heaps, cyclegc keeps per
+// thread its current heap and its own heap (heap.cpp), and per process the
+// page arena (arena.cpp).
 #pragma once
 
 #include "object_array.hpp"
@@ -170,6 +171,12 @@ struct Heap {
     uint64_t error_counts[CGC_ERR_UNRAISABLE + 1] = {};
     cgc_ssize_t requested_young_threshold = 0;  // (set_threshold)
 
+    // The thread the heap is confined to: the one that made it current last
+    // (thread_id(); 0: none, any thread may adopt it), and its system id
+    // for messages.
+    uint64_t owner = 0;
+    long owner_tid = 0;
+
     Heap();
     bool collecting() const { return phase != Phase::idle; }
     // The tracked objects of young generation g, listed or not.
@@ -190,6 +197,29 @@ inline Heap &current_heap() {
     Heap *heap = t_current_heap;
     return heap ? *heap : current_heap_slow();
 }
+
+// A number for the calling thread, unique in the process (0: not numbered
+// yet; thread_id() numbers it).
+extern thread_local constinit uint64_t t_thread_id __attribute__((tls_model("initial-exec")));
+uint64_t thread_id();
+// Makes the calling thread the heap's owner.
+void claim(Heap &heap);
+// Reports (CGC_ERR_MISUSE) a use of `heap`'s object `op` by `function` from a
+// thread other than the heap's owner: true if it was such a use (refused).
+bool foreign_thread_use(Heap &heap, const char *function, const cgc_object *op);
+// Whether the calling thread may use the heap's objects (a heap is confined
+// to the thread that made it current); reports the misuse if not.
+inline bool owned_here(Heap &heap, const char *function, const cgc_object *op) {
+    if (heap.owner == t_thread_id || heap.owner == 0) [[likely]]
+        return true;
+    return !foreign_thread_use(heap, function, op);
+}
+// owned_here() on a fast path: checked in the debug and asan builds only.
+#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
+#define CYCLEGC_OWNED_HERE(heap, function, op) ::cyclegc::internal::owned_here(heap, function, op)
+#else
+#define CYCLEGC_OWNED_HERE(heap, function, op) true
+#endif
 
 // Records an error on the current heap and passes it to the error hook.
 void report(cgc_error_kind kind, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -330,7 +360,9 @@ inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
 // and waits for both to reach the cache).
 inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
     uint64_t bits = meta_bits(meta);
-    if (!try_track(*page->heap, bits, op)) return false;
+    // An object of another heap than the thread's current one: the slow
+    // path checks that the thread owns that heap.
+    if (page->heap != t_current_heap || !try_track(*page->heap, bits, op)) return false;
     set_meta_bits(meta, bits);
     return true;
 }

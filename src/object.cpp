@@ -109,6 +109,10 @@ namespace {
 // destroy() of an object that cyclegc holds or that has weak references,
 // or one freed already.
 [[gnu::noinline]] void destroy_unusual(cgc_object *op, GcMeta &meta) {
+    if (!owned_here(heap_of(op), "Py_DECREF", op)) {
+        op->ob_refcnt = 1;  // (kept: freeing it would race with its owner)
+        return;
+    }
     if (!(meta.flags & kAllocated)) {
         // Freed (PyObject_GC_Del) while references to it remained: the
         // last of them just went. (Its header stays readable: poison.hpp.)
@@ -143,6 +147,10 @@ namespace {
 [[gnu::always_inline]] inline void destroy(cgc_object *op) {
     if (has_gc_head(op)) {
         GcMeta &meta = meta_of(op);
+        if (!CYCLEGC_OWNED_HERE(heap_of(op), "Py_DECREF", op)) {
+            op->ob_refcnt = 1;  // (kept: freeing it would race with its owner)
+            return;
+        }
         if (!allocated_without(meta, kHeld | kHasWeakrefs)) [[unlikely]] {
             destroy_unusual(op, meta);
             return;
@@ -157,6 +165,10 @@ namespace {
 [[gnu::noinline]] void release_cxx_slow(cgc_object *op, cgc_destructor destroy_and_free) {
     GcMeta &meta = meta_of(op);
     Heap &heap = heap_of(op);
+    if (!owned_here(heap, "cyclegc::ref release", op)) {
+        op->ob_refcnt = 1;  // (kept: freeing it would race with its owner)
+        return;
+    }
     if ((meta.flags & (kHeld | kHasWeakrefs)) || heap.phase == Phase::finding_unreachable) {
         destroy(op);
         return;
@@ -191,6 +203,10 @@ namespace {
     GcMeta &meta = page->meta[page->index_of(op)];
     Heap &heap = *page->heap;
     uint8_t flags = meta.flags;
+    if (!CYCLEGC_OWNED_HERE(heap, "cyclegc::ref release", op)) {
+        op->ob_refcnt = 1;  // (kept: freeing it would race with its owner)
+        return;
+    }
     if (flags & (kHeld | kHasWeakrefs)) [[unlikely]] {
         release_cxx_slow(op, destroy_and_free);
         return;
@@ -282,6 +298,7 @@ void run_deferred_deallocs(Heap &heap) {
     Heap &heap = *page->heap;
     void *slot = page->slot(index);
     cgc_object *object = object_at_slot(slot, meta);
+    if (!owned_here(heap, function, object)) return;
     if (meta.flags & kHeld) {
         // The collector holds a reference while the object's tp_clear or
         // finalizer runs, and drops it afterwards: freed now, that would be
@@ -610,7 +627,9 @@ void cgc_gc_del(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
-    if (!is_plain_allocated(page->meta[index])) [[unlikely]] {
+    // (An object of another heap than the thread's current one: the slow
+    // path checks that the thread owns it.)
+    if (!is_plain_allocated(page->meta[index]) || page->heap != t_current_heap) [[unlikely]] {
         raw_free_slow(page, index, op, op, "cgc_gc_del (PyObject_GC_Del)");
         return;
     }
@@ -644,6 +663,7 @@ namespace cyclegc::internal {
     }
     GcMeta &meta = meta_of(op);
     if (refuse_if_freed(meta, function, memory, op, "it cannot be tracked")) return;
+    if (!owned_here(heap_of(op), function, op)) return;
     if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is already tracked", function, memory,
                type_name_of(op));
@@ -672,8 +692,10 @@ void cgc_gc_untrack(void *memory) {
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
         Heap &heap = *page->heap;
-        if (untrack_newest(heap, meta, op)) return;
-        if (heap.phase != Phase::finding_unreachable) {  // (else misuse: reported by the slow path)
+        // (Another heap than the thread's current one: the slow path checks
+        // that the thread owns it.)
+        if (&heap == t_current_heap && untrack_newest(heap, meta, op)) return;
+        if (&heap == t_current_heap && heap.phase != Phase::finding_unreachable) {  // (else: the slow path)
             untrack_not_newest(heap, meta, op);
             return;
         }
@@ -695,6 +717,7 @@ namespace cyclegc::internal {
     GcMeta &meta = meta_of(op);
     if (!(meta.flags & kTracked)) return;
     Heap &heap = heap_of(op);
+    if (!owned_here(heap, "cgc_gc_untrack (PyObject_GC_UnTrack)", op)) return;
     if (heap.phase == Phase::finding_unreachable) {
         report(CGC_ERR_MISUSE, "cgc_gc_untrack (PyObject_GC_UnTrack): object %p of type '%s' "
                "untracked from inside tp_traverse, which must not change the object graph; "

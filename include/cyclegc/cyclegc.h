@@ -10,9 +10,13 @@
  * collection finds tracked objects that only other garbage refers to and
  * breaks their cycles. See docs/design.md.
  *
- * Threading: a heap (cgc_heap) is single-threaded. Each thread has a current
- * heap (by default the process's default heap); objects must only be used by
- * one thread at a time, the thread whose current heap they were created in.
+ * Threading: a heap (cgc_heap) is confined to one thread, the one that made
+ * it current last. A thread that never chooses a heap gets one on first use:
+ * the first such thread the process's default heap, every other a heap of
+ * its own (finalized at the thread's exit, and deleted unless objects in it
+ * outlive the thread). An object may only be used by its heap's thread; a
+ * track, untrack or free from another thread is refused and reported
+ * (CGC_ERR_MISUSE); in the debug and asan builds every release is checked.
  */
 #ifndef CYCLEGC_H
 #define CYCLEGC_H
@@ -203,7 +207,8 @@ CGC_API cgc_heap *cgc_heap_new(void);
 /* Runs final collections, then frees the heap's state (not its objects). */
 CGC_API void cgc_heap_delete(cgc_heap *heap);
 CGC_API cgc_heap *cgc_heap_current(void);
-/* Sets the calling thread's current heap (NULL: the default heap). */
+/* Sets the calling thread's current heap, which the thread then owns (NULL:
+ * the thread's own heap, see Threading above). */
 CGC_API void cgc_heap_set_current(cgc_heap *heap);
 
 /* ---- Reference counting ---------------------------------------------- */

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <latch>
 #include <thread>
 
 using namespace cgc_test;
@@ -217,28 +218,131 @@ TEST_F(HeapTest, DefaultHeapCannotBeDeleted) {
     cgc_heap_delete(nullptr);  // a no-op
 }
 
-TEST_F(HeapTest, NewThreadsStartOnTheDefaultHeap) {
+// A node type for threads: frees counted per thread (node_type's counters
+// are process-wide).
+thread_local int t_thread_nodes_freed = 0;
+struct ThreadNode {
+    cgc_object ob_base;
+    cgc_object *next;
+};
+int thread_node_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
+    cgc_object *next = reinterpret_cast<ThreadNode *>(self)->next;
+    return next ? visit(next, arg) : 0;
+}
+int thread_node_clear(cgc_object *self) {
+    cgc_object *next = reinterpret_cast<ThreadNode *>(self)->next;
+    reinterpret_cast<ThreadNode *>(self)->next = nullptr;
+    cgc_xdecref(next);
+    return 0;
+}
+void thread_node_dealloc(cgc_object *self) {
+    cgc_gc_untrack(self);
+    thread_node_clear(self);
+    cgc_gc_del(self);
+    ++t_thread_nodes_freed;
+}
+cgc_type thread_node_type = [] {
+    cgc_type type{};
+    type.tp_name = "test.ThreadNode";
+    type.tp_basicsize = sizeof(ThreadNode);
+    type.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    type.tp_dealloc = thread_node_dealloc;
+    type.tp_traverse = thread_node_traverse;
+    type.tp_clear = thread_node_clear;
+    return type;
+}();
+
+// Makes `cycles` garbage self-cycles with automatic collection on, then
+// collects: returns how many nodes this thread freed.
+int churn_cycles(int cycles) {
+    int before = t_thread_nodes_freed;
+    for (int i = 0; i < cycles; ++i) {
+        auto *node = reinterpret_cast<ThreadNode *>(cgc_gc_new(&thread_node_type));
+        node->next = &node->ob_base;
+        cgc_incref(&node->ob_base);
+        cgc_gc_track(node);
+        cgc_decref(&node->ob_base);
+    }
+    cgc_collect(2);
+    return t_thread_nodes_freed - before;
+}
+
+TEST_F(HeapTest, NewThreadsGetAHeapOfTheirOwn) {
     cgc_heap *heap = make_heap();
     cgc_heap_set_current(heap);
     cgc_heap *seen = nullptr;
     cgc_ssize_t collected = -1;
     std::thread worker([&] {
         seen = cgc_heap_current();
-        // A thread with a heap of its own.
-        cgc_heap *own = cgc_heap_new();
-        cgc_heap_set_current(own);
         Node *node = new_node(7);
         link_next(node, node);
         cgc_decref(obj(node));
         collected = cgc_collect(2);
-        cgc_heap_set_current(nullptr);
-        cgc_heap_delete(own);
     });
     worker.join();
-    EXPECT_EQ(seen, default_heap_);
+    EXPECT_NE(seen, nullptr);
+    EXPECT_NE(seen, default_heap_);
+    EXPECT_NE(seen, heap);
     EXPECT_EQ(collected, 1);
     EXPECT_EQ(cgc_heap_current(), heap);  // this thread's heap did not change
     cgc_heap_set_current(nullptr);
+    EXPECT_EQ(cgc_heap_current(), default_heap_);  // NULL: the thread's own heap
+}
+
+// Threads that never choose a heap each get their own: building and
+// dropping cycles side by side, each frees exactly its own (on one shared
+// heap they would race on its lists and counts, and crash or lose objects).
+TEST_F(HeapTest, ThreadsThatChooseNoHeapDoNotShareOne) {
+    constexpr int kThreads = 4, kCycles = 20000;
+    int freed[kThreads] = {};
+    cgc_heap *heaps[kThreads] = {};
+    std::latch all_started(kThreads);  // (all alive at once: no heap's address reused)
+    std::vector<std::thread> workers;
+    for (int t = 0; t < kThreads; ++t)
+        workers.emplace_back([&, t] {
+            heaps[t] = cgc_heap_current();
+            all_started.arrive_and_wait();
+            freed[t] = churn_cycles(kCycles);
+        });
+    for (std::thread &worker : workers) worker.join();
+    for (int t = 0; t < kThreads; ++t) {
+        EXPECT_EQ(freed[t], kCycles) << "thread " << t;
+        EXPECT_NE(heaps[t], default_heap_);
+        for (int u = 0; u < t; ++u) EXPECT_NE(heaps[t], heaps[u]);
+    }
+}
+
+// A heap is confined to the thread that made it current: another thread's
+// track, untrack or free of its objects is refused and reported, naming the
+// function, the type and both threads.
+TEST_F(HeapTest, ObjectsOfAnotherThreadsHeapAreRefused) {
+    Node *node = new_node(1);        // tracked, in this thread's heap
+    Node *loose = new_node(&node_type, 2, false);  // not tracked
+    std::vector<ReportedError> seen;
+    std::thread worker([&] {
+        cgc_set_error_hook(
+            [](cgc_error_kind kind, const char *message, void *context) {
+                static_cast<std::vector<ReportedError> *>(context)->push_back({kind, message});
+            },
+            &seen);
+        cgc_gc_untrack(node);
+        cgc_gc_track(loose);
+        cgc_gc_del(loose);
+    });
+    worker.join();
+    ASSERT_EQ(seen.size(), 3u) << describe(seen);
+    for (const ReportedError &error : seen) {
+        EXPECT_EQ(error.kind, CGC_ERR_MISUSE);
+        EXPECT_CONTAINS(error.message, "test.Node");
+        EXPECT_CONTAINS(error.message, "confined to thread");
+    }
+    EXPECT_CONTAINS(seen[0].message, "PyObject_GC_UnTrack");
+    EXPECT_CONTAINS(seen[1].message, "PyObject_GC_Track");
+    EXPECT_CONTAINS(seen[2].message, "PyObject_GC_Del");
+    EXPECT_EQ(generation_of(node), 0);  // still tracked
+    EXPECT_EQ(generation_of(loose), -1);  // not tracked, not freed
+    cgc_decref(obj(node));
+    cgc_decref(obj(loose));
 }
 
 // ---- The error API -----------------------------------------------------------------
