@@ -23,8 +23,11 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 // Before a page goes back to the arena: its free slots may be poisoned
 // (poison.hpp). The arena keeps its pages, and new_page() unpoisons one
 // before reuse; pages outside it go to free(): unpoisoned first.
+// (A no-op when nothing is poisoned; the check is inside, not at the callers,
+// so that the function is used in every build.)
 void unpoison_before_release(void *region, size_t bytes) {
-    if (!Arena::instance().contains(region)) unpoison_slot(region, bytes);
+    if constexpr (kPoisonSlots)
+        if (!Arena::instance().contains(region)) unpoison_slot(region, bytes);
 }
 
 }  // namespace
@@ -43,7 +46,7 @@ size_t PageSpace::class_size(int size_class) {
 
 PageSpace::~PageSpace() {
     for (Page *page : pages_) {
-        if constexpr (kPoisonSlots) unpoison_before_release(page, page->region_size);
+        unpoison_before_release(page, page->region_size);
         Arena::instance().release(page, page->region_size);
     }
 }
@@ -100,7 +103,7 @@ void PageSpace::free_page(Page *page) {
     last->index_in_heap = page->index_in_heap;
     pages_.pop_back();
     page_bytes_ -= page->region_size;
-    if constexpr (kPoisonSlots) unpoison_before_release(page, page->region_size);
+    unpoison_before_release(page, page->region_size);
     Arena::instance().release(page, page->region_size);
 }
 

@@ -394,8 +394,11 @@ int main(int argc, char **argv) {
     }
     std::vector<std::function<Graph()>> sources;
     for (const std::string &f : o.files) sources.push_back([f] { return read_graph(f); });
-    for (auto [kind, n] : o.generated)
-        sources.push_back([kind, n] { return kind == 'r' ? make_random_graph(n) : make_chain_graph(n); });
+    for (auto generated : o.generated)
+        sources.push_back([generated] {
+            auto [kind, n] = generated;
+            return kind == 'r' ? make_random_graph(n) : make_chain_graph(n);
+        });
     int status = 0;
     std::vector<std::string> errors;
     for (auto &source : sources) {

@@ -7,7 +7,12 @@
  * this header and CPython's Python.h in one translation unit).
  *
  * Semantics are CPython 3.9+ (heap-type traverse visits the type): see
- * Py_Version / PY_VERSION_HEX. */
+ * Py_Version / PY_VERSION_HEX.
+ *
+ * Reference: each name means what CPython's documentation says; the cgc_*
+ * function it maps to is documented in <cyclegc/cyclegc.h>, with its errors
+ * (cyclegc records an error instead of raising an exception: PyErr_Occurred
+ * and cgc_error_message below) and where it differs from CPython. */
 #ifndef CYCLEGC_PYTHON_H
 #define CYCLEGC_PYTHON_H
 
@@ -204,7 +209,10 @@ static inline PyObject *Py_XNewRef(PyObject *op) { cgc_xincref(op); return op; }
 #define PyGC_Disable cgc_disable
 #define PyGC_IsEnabled cgc_is_enabled
 
-/* The Python 2.0 names (the GC header sits in front of the object). */
+/* The Python 2.0 names. In Python 2.0 the GC header sat in front of the
+ * object; here PyObject_AS_GC gives the object's collector metadata, kept
+ * beside it in its page, and PyObject_FROM_GC converts back: code that only
+ * converts between the two pointers, and sizes with PyGC_HEAD_SIZE, works. */
 #define Py_TPFLAGS_GC Py_TPFLAGS_HAVE_GC
 #define PyGC_HEAD_SIZE CGC_GC_HEAD_SIZE
 #define PyObject_GC_Init(op) cgc_gc_track(op)

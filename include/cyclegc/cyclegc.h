@@ -1,14 +1,24 @@
 /* cyclegc: reference counting with cycle collection for C and C++.
  *
- * The native C API. Every exported symbol starts with `cgc_`; the documented
- * CPython names live only in <cyclegc/Python.h>, which maps onto this header.
+ * The native C API, and its reference. Every exported symbol starts with
+ * `cgc_`; the documented CPython names live only in <cyclegc/Python.h>,
+ * which maps onto this header (macros and inline functions only).
  *
  * Objects start with a `cgc_object` header (reference count, type). Types that
  * can hold references to other objects set CGC_TPFLAGS_HAVE_GC and give a
- * `tp_traverse` handler (and usually `tp_clear`); their instances carry a
- * hidden collector header in front of the object and can be tracked. A
- * collection finds tracked objects that only other garbage refers to and
- * breaks their cycles. See docs/design.md.
+ * `tp_traverse` handler (and usually `tp_clear`); their instances can be
+ * tracked. The collector's metadata for such an object (8 bytes: its
+ * generation, its flags, its gc_refs during a collection) is not in front of
+ * the object, as CPython's PyGC_Head is, but beside it, in a table at the
+ * start of the 64 KiB page that holds the object: the object's memory is
+ * exactly its struct. A collection finds tracked objects that only other
+ * garbage refers to and breaks their cycles. See docs/design.md.
+ *
+ * Errors: a function that can fail returns its error value (NULL, -1, or
+ * what its comment says) and records the error (see "Errors" below:
+ * cgc_error_occurred, cgc_error_message); misuse of a function that returns
+ * nothing is recorded the same way and the operation refused. The comments
+ * below say "Errors:" for what each function records.
  *
  * Threading: a heap (cgc_heap) is confined to one thread, the one that made
  * it current last. A thread that never chooses a heap gets one on first use:
@@ -17,6 +27,21 @@
  * outlive the thread). An object may only be used by its heap's thread; a
  * track, untrack or free from another thread is refused and reported
  * (CGC_ERR_MISUSE); in the debug and asan builds every release is checked.
+ * Every function here acts on the calling thread's current heap.
+ *
+ * Environment variables, read once at start-up (supported switches; none is
+ * needed in normal use):
+ *   CYCLEGC_NO_ARENA=1       take pages from posix_memalign instead of
+ *                            reserving an address range for them (for
+ *                            environments that refuse large reservations)
+ *   CYCLEGC_ARENA_BYTES=N    reserve N bytes of address space for pages
+ *                            instead of the default (pages beyond it come
+ *                            from posix_memalign)
+ *   CYCLEGC_YOUNG_LIST_CAP=N keep at most N young objects in each
+ *                            generation's array (past it, young collections
+ *                            find them by walking pages): a testing switch
+ *                            that makes collections slower
+ * See docs/gc.md, "Environment variables".
  */
 #ifndef CYCLEGC_H
 #define CYCLEGC_H
@@ -40,9 +65,8 @@ extern "C" {
 #  define CGC_DATA __attribute__((visibility("default")))
 /* A program linked with the shared library calls the functions through its
  * GOT, not through a PLT stub that jumps there: one indirect call instead of
- * a call and a jump (GCC's -fno-plt, for this API only): about 1.5 ns per
- * object in a loop that allocates, tracks and frees. A static link makes
- * the calls direct. */
+ * a call and a jump (GCC's -fno-plt, for this API only; docs/design.md has
+ * the figure). A static link makes the calls direct. */
 #  if !defined(CYCLEGC_BUILDING) && defined(__x86_64__) && defined(__has_attribute)
 #    if __has_attribute(noplt)
 #      define CGC_API __attribute__((visibility("default"), noplt))
@@ -56,14 +80,32 @@ extern "C" {
 #  define CGC_API
 #endif
 
+/* The version of this header (the project's version: CMake reads it here).
+ * CGC_VERSION is "MAJOR.MINOR.PATCH"; CGC_VERSION_NUMBER is
+ * MAJOR * 1000000 + MINOR * 1000 + PATCH, for comparisons in #if. The
+ * library's own version at run time: cgc_version(), cgc_version_number(). */
 #define CGC_VERSION_MAJOR 0
 #define CGC_VERSION_MINOR 1
 #define CGC_VERSION_PATCH 0
+#define CGC_VERSION_STRINGIFY_(x) #x
+#define CGC_VERSION_STRING_(x) CGC_VERSION_STRINGIFY_(x)
+#define CGC_VERSION \
+    CGC_VERSION_STRING_(CGC_VERSION_MAJOR) "." CGC_VERSION_STRING_(CGC_VERSION_MINOR) "." CGC_VERSION_STRING_(CGC_VERSION_PATCH)
+#define CGC_VERSION_NUMBER (CGC_VERSION_MAJOR * 1000000 + CGC_VERSION_MINOR * 1000 + CGC_VERSION_PATCH)
 
 typedef ptrdiff_t cgc_ssize_t;
 typedef struct cgc_object cgc_object;
 typedef struct cgc_type cgc_type;
 typedef struct cgc_heap cgc_heap;
+
+/* ---- Version --------------------------------------------------------- */
+
+/* The version of the library the program runs with, "MAJOR.MINOR.PATCH"
+ * (CGC_VERSION of the header it was built from): a static string. */
+CGC_API const char *cgc_version(void);
+/* The same as a number, MAJOR * 1000000 + MINOR * 1000 + PATCH
+ * (CGC_VERSION_NUMBER of the header it was built from). */
+CGC_API int cgc_version_number(void);
 
 /* ---- Objects --------------------------------------------------------- */
 
@@ -167,7 +209,8 @@ struct cgc_type {
     cgc_destructor tp_cxx_destroy;
 };
 
-/* The type of type objects, and the root base type ("object"). */
+/* The type of type objects (PyType_Type), and the root base type
+ * (PyBaseObject_Type, "object"): tp_base of a type that names none. */
 CGC_DATA extern cgc_type cgc_type_type;
 CGC_DATA extern cgc_type cgc_base_object_type;
 
@@ -191,21 +234,40 @@ typedef enum cgc_error_kind {
 
 typedef void (*cgc_error_hook)(cgc_error_kind kind, const char *message, void *context);
 
+/* The kind of the error recorded on the current heap and not yet cleared
+ * (the last one), or CGC_ERR_NONE. */
 CGC_API cgc_error_kind cgc_error_occurred(void);
-CGC_API const char *cgc_error_message(void); /* "" when there is none */
+/* Its message, which names the function, the object's type and what is
+ * wrong; "" when there is none. The string is valid until the next error or
+ * cgc_error_clear. */
+CGC_API const char *cgc_error_message(void);
+/* Forgets the recorded error (cgc_error_count keeps counting). */
 CGC_API void cgc_error_clear(void);
-/* Records an error as cyclegc does (for types that report their own). */
+/* Records an error as cyclegc does, and passes it to the error hook: for
+ * types that report their own (a tp_clear that fails, ...). `message` is
+ * copied. */
 CGC_API void cgc_error_set(cgc_error_kind kind, const char *message);
-/* hook == NULL restores the default. Returns the previous hook. */
+/* Sets the function every recorded error is passed to, with `context`, on
+ * the current heap; hook == NULL restores the default (print
+ * "cyclegc: <message>" to stderr). Returns the previous hook. */
 CGC_API cgc_error_hook cgc_set_error_hook(cgc_error_hook hook, void *context);
-/* How many errors of each kind were reported on the current heap. */
+/* How many errors of `kind` were recorded on the current heap since it was
+ * made (cleared or not); 0 for a kind out of range. */
 CGC_API uint64_t cgc_error_count(cgc_error_kind kind);
 
 /* ---- Heaps ----------------------------------------------------------- */
 
+/* A new, empty heap (its own generations, thresholds, error state, hooks):
+ * make it current with cgc_heap_set_current in the thread that uses it.
+ * Returns NULL if out of memory (nothing is recorded: there is no heap to
+ * record it on). */
 CGC_API cgc_heap *cgc_heap_new(void);
-/* Runs final collections, then frees the heap's state (not its objects). */
+/* Runs final collections on `heap` (as cgc_finalize), then frees its state.
+ * NULL does nothing. Errors (CGC_ERR_MISUSE, heap kept): the default heap;
+ * a heap that still has live GC objects after the collections (its state
+ * is kept, leaked, so that they stay valid). */
 CGC_API void cgc_heap_delete(cgc_heap *heap);
+/* The calling thread's current heap (its own heap unless set: see Threading). */
 CGC_API cgc_heap *cgc_heap_current(void);
 /* Sets the calling thread's current heap, which the thread then owns (NULL:
  * the thread's own heap, see Threading above). */
@@ -213,9 +275,15 @@ CGC_API void cgc_heap_set_current(cgc_heap *heap);
 
 /* ---- Reference counting ---------------------------------------------- */
 
-/* Called when a reference count drops to zero (or below: reported). */
+/* Frees an object whose reference count dropped to zero (cgc_decref calls
+ * it): untracks it, runs its type's tp_dealloc (or the C++ destructor) and
+ * clears its weak references. Deep chains of deallocations are flattened
+ * (a trashcan for every GC object), so freeing a long list does not
+ * recurse. Errors: a count below zero is CGC_ERR_CORRUPTION (the object is
+ * not freed again). */
 CGC_API void cgc_dealloc(cgc_object *op);
 
+/* Py_INCREF, Py_DECREF and their NULL-tolerant versions. */
 static inline void cgc_incref(cgc_object *op) { op->ob_refcnt++; }
 static inline void cgc_decref(cgc_object *op) {
     if (--op->ob_refcnt <= 0) cgc_dealloc(op);
@@ -225,49 +293,63 @@ static inline void cgc_xdecref(cgc_object *op) { if (op) cgc_decref(op); }
 
 /* ---- Allocation and tracking ----------------------------------------- */
 
-/* Allocate an object of `type` (GC types get the collector header,
- * untracked). Reference count 1; heap types are incref'd. NULL on error. */
+/* PyObject_New / PyObject_NewVar: memory for an object of `type` (with
+ * `nitems` items of tp_itemsize), zero-filled, reference count 1, ob_type
+ * set (and ob_size); a heap type gets a reference. A GC type's object is
+ * placed in a GC page, untracked. The type is readied first if it is not.
+ * Returns NULL on error. Errors: CGC_ERR_MISUSE (NULL type), CGC_ERR_TYPE (a
+ * type cgc_type_ready refuses), CGC_ERR_VALUE (negative nitems),
+ * CGC_ERR_MEMORY. May run an automatic collection first. */
 CGC_API cgc_object *cgc_object_new(cgc_type *type);
 CGC_API cgc_object *cgc_object_new_var(cgc_type *type, cgc_ssize_t nitems);
-/* Free an object allocated by cgc_object_new*: type-aware (GC or not). */
+/* PyObject_Del: frees the memory of an object from cgc_object_new* (GC or
+ * not: the object's place tells), without running anything; a tracked GC
+ * object is untracked first. NULL does nothing. Errors for GC objects
+ * (CGC_ERR_MISUSE, nothing freed): as cgc_gc_del. */
 CGC_API void cgc_object_del(void *op);
-/* GC-only versions: the type must have CGC_TPFLAGS_HAVE_GC. */
+/* PyObject_GC_New / PyObject_GC_NewVar: cgc_object_new* for GC types
+ * (CGC_TPFLAGS_HAVE_GC); the object is untracked: track it with
+ * cgc_gc_track once its fields are set. Returns NULL on error, as
+ * cgc_object_new, and CGC_ERR_MISUSE for a type without CGC_TPFLAGS_HAVE_GC.
+ * May run an automatic collection first. */
 CGC_API cgc_object *cgc_gc_new(cgc_type *type);
 CGC_API cgc_object *cgc_gc_new_var(cgc_type *type, cgc_ssize_t nitems);
+/* PyObject_GC_Resize: gives an untracked variable-size GC object room for
+ * `nitems` items and sets ob_size. Returns the object, which may have moved
+ * (the old pointer is then invalid), or NULL with the object unchanged.
+ * Errors: CGC_ERR_MISUSE (NULL, not a GC object, freed, fixed-size type,
+ * tracked), CGC_ERR_VALUE (negative nitems), CGC_ERR_MEMORY. */
 CGC_API cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems);
+/* PyObject_GC_Del: frees a GC object's memory (a tp_free; it untracks the
+ * object if the dealloc did not). NULL does nothing. Errors
+ * (CGC_ERR_MISUSE, nothing freed): an object already freed, one freed from
+ * inside a tp_traverse, or one the collector holds a reference to while its
+ * tp_clear or finalizer runs. */
 CGC_API void cgc_gc_del(void *op);
+/* PyObject_GC_Track: the collector considers the object from now on (it
+ * joins the youngest generation). Its fields must be valid: tp_traverse may
+ * run at the next allocation. Errors (CGC_ERR_MISUSE, not tracked): NULL,
+ * not a GC object, freed, already tracked, or called from a tp_traverse. */
 CGC_API void cgc_gc_track(void *op);
+/* PyObject_GC_UnTrack: the collector no longer considers the object (a
+ * tp_dealloc's first step). Untracking an untracked object does nothing.
+ * Errors (CGC_ERR_MISUSE, ignored): not a GC object, or called from a
+ * tp_traverse. */
 CGC_API void cgc_gc_untrack(void *op);
+/* PyObject_IS_GC: 1 if the object is a GC object (its type has
+ * CGC_TPFLAGS_HAVE_GC and, if it has one, tp_is_gc says so), else 0 (also
+ * for NULL). */
 CGC_API int cgc_is_gc(cgc_object *op);
+/* PyObject_GC_IsTracked: 1 if the object is a tracked GC object, else 0. */
 CGC_API int cgc_gc_is_tracked(cgc_object *op);
+/* PyObject_GC_IsFinalized: 1 if the object's tp_finalize has run (it runs
+ * once per object), else 0 (also for objects that are not GC objects). */
 CGC_API int cgc_gc_is_finalized(cgc_object *op);
 
-/* Memory for an object that embeds its own collector header (the C++ API's
- * cyclegc::object): counts as a GC allocation (and may collect, before the
- * memory exists). `alignment` is at most 16. The memory is not zero-filled:
- * the constructor initializes it. */
-CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
-/* Tells where in `memory` the object's C part (cgc_object) is, once built,
- * and tracks it if `track` is non-zero. */
-CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op, int track);
-/* The same two steps with a handle to the memory's collector metadata
- * carried from one to the other (returned in registers), so that binding
- * need not look it up again: what cyclegc::make uses. `memory` is NULL when
- * the allocation failed; free with cgc_gc_raw_free(slot.memory). */
-typedef struct cgc_raw_slot {
-    void *memory;
-    void *gc_meta; /* opaque */
-} cgc_raw_slot;
-CGC_API cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment);
-CGC_API void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track);
-/* Untracks a dying object (as cgc_gc_untrack) and tells whether a
- * collection is running (as cgc_is_collecting): one call for the C++ API's
- * destructor path. */
-CGC_API int cgc_gc_untrack_dying(cgc_object *op);
-/* Frees memory from cgc_gc_raw_alloc (untracking the object if needed). */
-CGC_API void cgc_gc_raw_free(void *memory);
-
-/* Raw memory (no object header). */
+/* PyMem_Malloc, PyMem_Calloc, PyMem_Realloc: raw memory (no object
+ * header), as malloc, calloc and realloc (a request of 0 bytes returns a
+ * unique pointer, as CPython's do). Return NULL if out of memory (nothing is
+ * recorded: the caller reports it, as with PyErr_NoMemory). */
 CGC_API void *cgc_malloc(size_t size);
 CGC_API void *cgc_calloc(size_t count, size_t size);
 CGC_API void *cgc_realloc(void *memory, size_t size);
@@ -278,26 +360,50 @@ CGC_API void *cgc_realloc(void *memory, size_t size);
  * pointer, or NULL (recorded error) for a tracked object or a fixed-size
  * object asked to grow. */
 CGC_API void *cgc_object_realloc(void *memory, size_t size);
+/* PyMem_Free, PyObject_Free: frees raw memory from cgc_malloc and company,
+ * or (Python 2.0's PyObject_FREE) an untracked GC object given by its
+ * pointer or its collector header's. NULL does nothing. */
 CGC_API void cgc_free(void *memory);
 
 /* The collector's metadata of a GC object (PyGC_Head): 8 bytes, kept in
- * the object's page beside the object, not inside it. */
+ * the object's page beside the object, not in front of it. Opaque: only
+ * its address is of use, to the Python 2.0 names (PyObject_AS_GC,
+ * PyObject_FROM_GC), which convert between the two pointers. */
 typedef struct cgc_gc_head {
     uint64_t opaque;
 } cgc_gc_head;
 #define CGC_GC_HEAD_SIZE ((cgc_ssize_t)sizeof(cgc_gc_head))
+/* PyObject_AS_GC: the metadata of a GC object. Returns NULL (recorded:
+ * CGC_ERR_MISUSE) for an object that is not a GC object. */
 CGC_API cgc_gc_head *cgc_gc_head_of(cgc_object *op);
+/* PyObject_FROM_GC: the object whose metadata `head` is. */
 CGC_API cgc_object *cgc_object_of_gc_head(cgc_gc_head *head);
 
 /* ---- Types ----------------------------------------------------------- */
 
+/* PyType_Ready: checks a static type and fills in what it leaves out
+ * (tp_base: object; inherited slots; tp_alloc, tp_free and tp_dealloc
+ * defaults), then sets CGC_TPFLAGS_READY. Readies its base first. Returns 0,
+ * or -1 (recorded: CGC_ERR_MISUSE for NULL, CGC_ERR_TYPE for an invalid
+ * type: sizes, a base that is not a base type, a GC type without
+ * tp_traverse, ...). Readying a ready type does nothing and returns 0. */
 CGC_API int cgc_type_ready(cgc_type *type);
+/* PyType_GenericAlloc: the default tp_alloc, cgc_object_new_var (GC types
+ * get one spare item, as in CPython; the object is tracked, as CPython's
+ * is). Returns NULL on error, as cgc_object_new. */
 CGC_API cgc_object *cgc_type_generic_alloc(cgc_type *type, cgc_ssize_t nitems);
+/* PyType_GenericNew: type->tp_alloc(type, 0) (the type readied first); the
+ * arguments are ignored. NULL for a NULL type or on tp_alloc's error. */
 CGC_API cgc_object *cgc_type_generic_new(cgc_type *type, cgc_object *args, cgc_object *kwds);
-/* The default tp_dealloc: untrack, finalize, clear, tp_free, decref heap type. */
+/* The default tp_dealloc: untrack, finalize (tp_finalize, which may
+ * resurrect the object: then it stops), tp_clear, clear weak references,
+ * tp_free, and release the heap type's reference. */
 CGC_API void cgc_default_dealloc(cgc_object *self);
-/* Run tp_finalize from a tp_dealloc; returns -1 if the object was resurrected
- * (the dealloc must then stop), 0 otherwise. */
+/* PyObject_CallFinalizerFromDealloc: runs tp_finalize from a tp_dealloc,
+ * once per object. Returns -1 if the finalizer resurrected the object (the
+ * dealloc must then return at once), 0 otherwise. Errors: CGC_ERR_MISUSE if
+ * the reference count is not 0 (nothing runs; 0 returned), or if the object
+ * was freed already (-1 returned). */
 CGC_API int cgc_call_finalizer_from_dealloc(cgc_object *self);
 
 typedef struct cgc_type_slot {
@@ -345,28 +451,54 @@ typedef struct cgc_type_spec {
 #define CGC_tp_finalize 80
 #define CGC_tp_vectorcall 82
 
-/* Creates a heap type (a tracked GC object). `bases` is NULL, or a single
- * type object: cyclegc types have single inheritance. */
+/* PyType_FromSpecWithBases: creates a heap type (itself a tracked GC
+ * object, which its instances hold a reference to) from a spec; its name
+ * and doc are copied. `bases` is NULL, or a single type object: cyclegc
+ * types have single inheritance. Returns a new reference, or NULL
+ * (recorded: CGC_ERR_MISUSE for a NULL spec or name; CGC_ERR_TYPE for a
+ * base that is not a type, a slot id cyclegc does not support, or what
+ * cgc_type_ready refuses; CGC_ERR_MEMORY). */
 CGC_API cgc_object *cgc_type_from_spec(cgc_type_spec *spec, cgc_object *bases);
+/* PyType_GetSlot: the function or value in slot `slot` (a CGC_tp_* id) of
+ * a type, NULL if it has none. Errors (NULL returned): CGC_ERR_MISUSE for a
+ * NULL type, CGC_ERR_VALUE for an invalid slot id. */
 CGC_API void *cgc_type_get_slot(cgc_type *type, int slot);
 
 /* ---- Collection ------------------------------------------------------ */
 
 #define CGC_NUM_GENERATIONS 3
 
-/* Collect generation `generation` (0..2; 2 = full) whether or not automatic
- * collection is enabled. Returns collected + uncollectable, 0 if a
- * collection is already running, -1 for an invalid generation. */
+/* gc.collect(generation): collects generations 0..`generation` (2: a full
+ * collection) whether or not automatic collection is enabled. Returns the
+ * number of unreachable objects found (collected + uncollectable), 0 if a
+ * collection is already running (from a finalizer or callback: nothing is
+ * done), -1 for an invalid generation (recorded: CGC_ERR_VALUE). */
 CGC_API cgc_ssize_t cgc_collect(int generation);
-/* PyGC_Collect: a full collection only if enabled. */
+/* PyGC_Collect: a full collection if automatic collection is enabled (and
+ * none is running); returns what cgc_collect returns, or 0. */
 CGC_API cgc_ssize_t cgc_collect_if_enabled(void);
-CGC_API int cgc_enable(void);  /* returns the previous state */
-CGC_API int cgc_disable(void); /* returns the previous state */
+/* PyGC_Enable, PyGC_Disable (gc.enable, gc.disable): turn automatic
+ * collection on or off on the current heap; return the previous state
+ * (1 enabled, 0 disabled). */
+CGC_API int cgc_enable(void);
+CGC_API int cgc_disable(void);
+/* PyGC_IsEnabled: 1 if automatic collection is enabled, else 0. */
 CGC_API int cgc_is_enabled(void);
+/* 1 while a collection runs on the current heap (in finalizers, weak
+ * reference callbacks, tp_clear, collection callbacks), else 0. */
 CGC_API int cgc_is_collecting(void);
 
+/* gc.set_threshold: generation 0's threshold is the number of new GC
+ * allocations (minus deallocations) that triggers a young collection; 1's
+ * and 2's count collections of the generation below. 0 for generation 0
+ * turns automatic collection off. Errors (CGC_ERR_VALUE, ignored): a
+ * generation out of 0..2 or a negative threshold. */
 CGC_API void cgc_set_threshold(int generation, cgc_ssize_t threshold);
+/* gc.get_threshold: the threshold last set for `generation`; -1 for a
+ * generation out of 0..2. */
 CGC_API cgc_ssize_t cgc_get_threshold(int generation);
+/* gc.get_count: the count compared with the threshold of `generation`; -1
+ * for a generation out of 0..2. */
 CGC_API cgc_ssize_t cgc_get_count(int generation);
 
 typedef struct cgc_generation_stats {
@@ -378,6 +510,9 @@ typedef struct cgc_generation_stats {
     uint64_t max_pause_ns;  /* the longest one */
 } cgc_generation_stats;
 
+/* gc.get_stats: the statistics of `generation` (0..2) since the heap was
+ * made, into *out (all zero for a generation out of range; NULL out does
+ * nothing). */
 CGC_API void cgc_get_stats(int generation, cgc_generation_stats *out);
 
 /* When automatic collections run. CGC_AUTO_AT_ALLOCATION (the default, as in
@@ -386,8 +521,10 @@ CGC_API void cgc_get_stats(int generation, cgc_generation_stats *out);
  * allocation only marks a collection as due; it runs at the next
  * cgc_safepoint() call. */
 typedef enum cgc_auto_mode { CGC_AUTO_AT_ALLOCATION = 0, CGC_AUTO_AT_SAFEPOINT = 1 } cgc_auto_mode;
+/* Sets when the current heap's automatic collections run. */
 CGC_API void cgc_set_auto_mode(cgc_auto_mode mode);
-/* Runs a collection that is due, if any; returns what it returned. */
+/* Runs the automatic collection that is due, if any (none runs while a
+ * collection is running); returns what it returned (as cgc_collect), or 0. */
 CGC_API cgc_ssize_t cgc_safepoint(void);
 
 
@@ -399,6 +536,7 @@ CGC_API cgc_ssize_t cgc_safepoint(void);
 #define CGC_DEBUG_UNCOLLECTABLE 4
 #define CGC_DEBUG_SAVEALL 32
 #define CGC_DEBUG_LEAK (CGC_DEBUG_COLLECTABLE | CGC_DEBUG_UNCOLLECTABLE | CGC_DEBUG_SAVEALL)
+/* gc.set_debug, gc.get_debug: the current heap's debug flags. */
 CGC_API void cgc_set_debug(int flags);
 CGC_API int cgc_get_debug(void);
 
@@ -417,15 +555,20 @@ typedef struct cgc_collection_info {
 } cgc_collection_info;
 typedef void (*cgc_collection_callback)(const char *phase, const cgc_collection_info *info,
                                         void *context);
-/* Returns 0, or -1 if out of memory. */
+/* Adds a callback, called with phase "start" and "stop" around every
+ * collection of the current heap, in the order added. Returns 0, or -1
+ * (recorded: CGC_ERR_MISUSE for NULL, CGC_ERR_MEMORY). */
 CGC_API int cgc_add_collection_callback(cgc_collection_callback callback, void *context);
-/* Returns 0, or -1 if that (callback, context) pair is not registered. */
+/* Removes the first registration of that (callback, context) pair.
+ * Returns 0, or -1 if it is not registered (nothing recorded). */
 CGC_API int cgc_remove_collection_callback(cgc_collection_callback callback, void *context);
 
 /* gc.freeze(): move every tracked object to a permanent generation that
- * collections ignore; gc.unfreeze() moves them back to the oldest one. */
+ * collections ignore; gc.unfreeze() moves them back to the oldest one.
+ * Errors (CGC_ERR_MISUSE, ignored): called during a collection. */
 CGC_API void cgc_freeze(void);
 CGC_API void cgc_unfreeze(void);
+/* gc.get_freeze_count(): the number of objects in the permanent generation. */
 CGC_API cgc_ssize_t cgc_get_freeze_count(void);
 
 /* A list of new references, returned by the introspection functions. */
@@ -433,14 +576,21 @@ typedef struct cgc_object_list {
     cgc_object **items;
     cgc_ssize_t count;
 } cgc_object_list;
-/* Drops the references and frees the array. */
+/* Drops the list's references and frees its array; the list is left empty.
+ * NULL does nothing. */
 CGC_API void cgc_object_list_release(cgc_object_list *list);
 
-/* Tracked objects of one generation (0..2), or of all (-1). 0, or -1. */
+/* The functions that fill a cgc_object_list return 0, or -1 (recorded:
+ * CGC_ERR_MISUSE for a NULL out or objects, CGC_ERR_VALUE for an invalid
+ * generation or count, CGC_ERR_MEMORY). Release the list with
+ * cgc_object_list_release. */
+/* gc.get_objects(generation): tracked objects of one generation (0..2), or
+ * of all of them and the permanent one (-1). */
 CGC_API int cgc_get_objects(int generation, cgc_object_list *out);
-/* Tracked objects whose tp_traverse visits any of `objects`. */
+/* gc.get_referrers: tracked objects whose tp_traverse visits any of
+ * `objects` (`count` of them). */
 CGC_API int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out);
-/* What the tp_traverse of each of `objects` visits. */
+/* gc.get_referents: what the tp_traverse of each of `objects` visits. */
 CGC_API int cgc_get_referents(cgc_object *const *objects, cgc_ssize_t count, cgc_object_list *out);
 /* Calls `visitor` on every tracked object (permanent generation included),
  * with automatic collection off, until it returns 0. */
@@ -450,9 +600,11 @@ CGC_API void cgc_visit_objects(cgc_object_visitor visitor, void *arg);
 /* gc.garbage: uncollectable objects (legacy tp_del finalizers in cycles)
  * and, with CGC_DEBUG_SAVEALL, every unreachable object. The list holds a
  * reference to each. */
+/* A copy of gc.garbage (new references): 0, or -1 as cgc_get_objects. */
 CGC_API int cgc_get_garbage(cgc_object_list *out);
+/* len(gc.garbage). */
 CGC_API cgc_ssize_t cgc_garbage_count(void);
-/* Drops the list's references (which may free the objects). */
+/* Empties gc.garbage, dropping its references (which may free objects). */
 CGC_API void cgc_garbage_clear(void);
 
 /* ---- Weak references -------------------------------------------------- */
@@ -463,29 +615,87 @@ CGC_API void cgc_garbage_clear(void);
  * reachable, and before any finalizer or tp_clear runs. */
 typedef void (*cgc_weakref_callback)(cgc_object *weakref, void *context);
 CGC_DATA extern cgc_type cgc_weakref_type;
-/* Returns a new reference to a weak reference object, or NULL. Without a
- * callback, an existing callback-less weak reference may be returned. */
+/* A weak reference to `object` (PyWeakref_NewRef with a C callback):
+ * returns a new reference to a weak reference object, or NULL (recorded:
+ * CGC_ERR_MISUSE for NULL, CGC_ERR_TYPE for an object that is not a GC
+ * object, CGC_ERR_MEMORY). Without a callback, an existing callback-less
+ * weak reference to the object may be returned. */
 CGC_API cgc_object *cgc_weakref_new(cgc_object *object, cgc_weakref_callback callback, void *context);
 /* The same, with `destroy(context)` called when the weak reference object
- * itself is freed (for a context the weak reference owns). */
+ * itself is freed (for a context the weak reference owns; if the function
+ * fails, the context is still the caller's). */
 CGC_API cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback callback,
                                            void *context, void (*destroy)(void *context));
-/* Returns a new reference to the referent, or NULL if it is dead. */
+/* Returns a new reference to the referent, or NULL if it is dead (or if
+ * `weakref` is not a weak reference: recorded, CGC_ERR_TYPE). */
 CGC_API cgc_object *cgc_weakref_get(cgc_object *weakref);
-/* PyWeakref_GetRef: 1 and a new reference, 0 and NULL if dead, -1 on error. */
+/* PyWeakref_GetRef: 1 and a new reference in *out, 0 and NULL if the
+ * referent is dead, -1 and NULL if `weakref` is not a weak reference
+ * (recorded: CGC_ERR_TYPE). */
 CGC_API int cgc_weakref_get_ref(cgc_object *weakref, cgc_object **out);
+/* PyWeakref_Check: 1 if `object` is a weak reference object, else 0. */
 CGC_API int cgc_weakref_check(cgc_object *object);
-/* Clears every weak reference to `object` and runs their callbacks. */
+/* PyObject_ClearWeakRefs: clears every weak reference to `object` and runs
+ * their callbacks (cgc_dealloc and the collector do it for GC objects).
+ * NULL does nothing. */
 CGC_API void cgc_clear_weakrefs(cgc_object *object);
+/* weakref.getweakrefcount: the number of live weak references to `object`. */
 CGC_API cgc_ssize_t cgc_weakref_count(cgc_object *object);
 
 /* Errors inside finalizers, callbacks and tp_clear have nowhere to go: they
- * are reported as CGC_ERR_UNRAISABLE ("unraisable", as in CPython). */
+ * are reported as CGC_ERR_UNRAISABLE ("unraisable", as in CPython):
+ * passed to the unraisable hook with the object concerned (or NULL). */
 CGC_API void cgc_report_unraisable(const char *message, cgc_object *object);
 /* Where unraisable errors go; NULL restores the default (the error hook,
  * which prints to stderr). Returns the previous hook. */
 typedef void (*cgc_unraisable_hook)(const char *message, cgc_object *object, void *context);
 CGC_API cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *context);
+
+/* Memory: empty GC pages are kept for reuse (up to 32 MiB in the process)
+ * instead of being given back to the system at once; this gives their
+ * memory back now. Returns the number of bytes given back. */
+CGC_API size_t cgc_release_free_memory(void);
+
+/* Py_Initialize: sets up the current heap (optional: the first use does). */
+CGC_API void cgc_initialize(void);
+/* Py_FinalizeEx: runs full collections on the current heap until one finds
+ * nothing (at most 16), then reports what gc.garbage holds. Objects still
+ * referenced stay valid. Returns 0, or -1 if called during a collection
+ * (recorded: CGC_ERR_MISUSE). */
+CGC_API int cgc_finalize(void);
+
+/* ==== For the C++ API and for tests: not for applications ================
+ *
+ * What <cyclegc/cyclegc.hpp> is built on (objects that embed their own C
+ * part, cyclegc::object, allocated before their constructor runs), and
+ * fault injection for tests. Stable only together with the C++ headers of
+ * the same version. */
+
+/* Memory in a GC page for a C++ object (cyclegc::object) whose C part
+ * (cgc_object) lies inside it, after its vtable pointer: counts as a GC
+ * allocation (and may collect, before the memory exists). The memory is not
+ * zero-filled: the constructor initializes it. Returns NULL on error
+ * (recorded: CGC_ERR_VALUE for an alignment above 16, CGC_ERR_MEMORY). */
+CGC_API void *cgc_gc_raw_alloc(size_t size, size_t alignment);
+/* Tells where in `memory` the object's C part (cgc_object) is, once built,
+ * and tracks it if `track` is non-zero. */
+CGC_API void cgc_gc_raw_bind(void *memory, cgc_object *op, int track);
+/* The same two steps with a handle to the memory's collector metadata
+ * carried from one to the other (returned in registers), so that binding
+ * need not look it up again: what cyclegc::make uses. `memory` is NULL when
+ * the allocation failed; free with cgc_gc_raw_free(slot.memory). */
+typedef struct cgc_raw_slot {
+    void *memory;
+    void *gc_meta; /* opaque */
+} cgc_raw_slot;
+CGC_API cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment);
+CGC_API void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track);
+/* Untracks a dying object (as cgc_gc_untrack) and tells whether a
+ * collection is running (as cgc_is_collecting): one call for the C++ API's
+ * destructor path. */
+CGC_API int cgc_gc_untrack_dying(cgc_object *op);
+/* Frees memory from cgc_gc_raw_alloc (untracking the object if needed). */
+CGC_API void cgc_gc_raw_free(void *memory);
 
 /* Fault injection, for testing how the library survives running out of
  * memory: from now on, the `nth` allocation the library makes for itself on
@@ -495,15 +705,6 @@ CGC_API cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, vo
  * so far. */
 #define CGC_HAVE_DEBUG_FAIL_ALLOCATIONS 1
 CGC_API uint64_t cgc_debug_fail_allocations(uint64_t nth);
-
-/* Memory: empty GC pages are kept for reuse (up to 32 MiB in the process)
- * instead of being given back to the system at once; this gives their
- * memory back now. Returns the number of bytes given back. */
-CGC_API size_t cgc_release_free_memory(void);
-
-/* Process-level setup (optional). Finalize runs final full collections. */
-CGC_API void cgc_initialize(void);
-CGC_API int cgc_finalize(void);
 
 #ifdef __cplusplus
 }

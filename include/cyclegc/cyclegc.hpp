@@ -14,6 +14,10 @@
 #ifndef CYCLEGC_HPP
 #define CYCLEGC_HPP
 
+#if __cplusplus < 202002L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 202002L)
+#error "cyclegc's C++ API needs C++20: link cyclegc::cxx (CMake), or compile with -std=c++20"
+#else  // (not the rest: one clear error, not a hundred)
+
 #include <cyclegc/cyclegc.h>
 
 #include "detail/object.hpp"
@@ -24,4 +28,5 @@
 #include "detail/weak.hpp"
 #include "detail/gc.hpp"
 
+#endif
 #endif  // CYCLEGC_HPP

@@ -3,6 +3,7 @@
  * a reference cycle, a collection. Exit status 0 when everything checks. */
 #include <cyclegc/Python.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct {
     PyObject_HEAD
@@ -82,12 +83,14 @@ int main(void) {
     CHECK(freed == 2);
     CHECK(PyErr_Occurred() == NULL);
     CHECK(Py_FinalizeEx() == 0);
+    /* The library linked is the one whose headers were compiled against. */
+    CHECK(strcmp(cgc_version(), CGC_VERSION) == 0);
+    CHECK(cgc_version_number() == CGC_VERSION_NUMBER);
 
     if (failures) {
         fprintf(stderr, "consumer: %d check(s) failed\n", failures);
         return 1;
     }
-    printf("consumer: ok (collected %td objects, cyclegc %d.%d.%d)\n", collected,
-           CGC_VERSION_MAJOR, CGC_VERSION_MINOR, CGC_VERSION_PATCH);
+    printf("consumer (C): ok (collected %td objects, cyclegc %s)\n", collected, cgc_version());
     return 0;
 }

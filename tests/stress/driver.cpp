@@ -410,7 +410,9 @@ void Driver::note(const char *format, ...) {
     va_start(args, format);
     std::vsnprintf(line, sizeof line, format, args);
     va_end(args);
-    op_ = "#" + std::to_string(op_index_) + " " + line;
+    // (Here and below, append rather than `"literal" + std::string`: GCC 12
+    // at -O2 warns about that operator+, inlined, with a false -Wrestrict.)
+    op_ = std::string("#").append(std::to_string(op_index_)).append(" ").append(line);
     if (opt_.trace) std::fprintf(stderr, "%s\n", op_.c_str());
     if (recent_.size() == 24) recent_.erase(recent_.begin());
     recent_.push_back(op_);
@@ -1100,7 +1102,7 @@ void Driver::op_new_cycle() {
     if (keep) p_push_root(members[src_.pick(static_cast<uint32_t>(count))]);
     if (opt_.trace) {
         std::string text;
-        for (uint64_t id : members) text += " " + describe(id);
+        for (uint64_t id : members) text.append(" ").append(describe(id));
         note("  cycle%s%s:%s", keep ? " kept" : " garbage", weak ? ", weakly referenced" : "", text.c_str());
     }
 }
@@ -1347,7 +1349,7 @@ void Driver::teardown() {
     }
     if (m_.alive_count() != 0) {
         std::string left;
-        for (uint64_t id : m_.sorted_ids(true)) left += " " + describe(id);
+        for (uint64_t id : m_.sorted_ids(true)) left.append(" ").append(describe(id));
         fail("teardown could not free everything:%s", left.c_str());
     }
     full_check("teardown");
@@ -1365,8 +1367,8 @@ void Driver::check_roots() {
         std::set_difference(world.begin(), world.end(), model.begin(), model.end(), std::back_inserter(only_world));
         std::set_difference(model.begin(), model.end(), world.begin(), world.end(), std::back_inserter(only_model));
         std::string a, b;
-        for (uint64_t id : only_world) a += " " + describe(id);
-        for (uint64_t id : only_model) b += " " + describe(id);
+        for (uint64_t id : only_world) a.append(" ").append(describe(id));
+        for (uint64_t id : only_model) b.append(" ").append(describe(id));
         fail("%zu roots in the world, %zu in the model; only in the world:%s; only in the model:%s", roots_.size(),
              m_.roots.size(), a.c_str(), b.c_str());
     }
@@ -1490,8 +1492,8 @@ void Driver::full_check(const char *why) {
     std::sort(expected.begin(), expected.end());
     if (listed != expected) {
         std::string a, b;
-        for (uint64_t id : listed) a += " " + std::to_string(id);
-        for (uint64_t id : expected) b += " " + std::to_string(id);
+        for (uint64_t id : listed) a.append(" ").append(std::to_string(id));
+        for (uint64_t id : expected) b.append(" ").append(std::to_string(id));
         fail("[%s] the garbage list holds [%s ], the model expects [%s ]", why, a.c_str(), b.c_str());
     }
     for (int g = 1; g < 3; ++g)

@@ -809,7 +809,8 @@ std::string Model::explain_survivors() {
             const Node &r = entry.second;
             if (!r.alive) continue;
             for_each_edge(r, [&](uint64_t t) {
-                if (t == id) unexplained += " " + std::to_string(r.id) + "(" + info(r.kind).name + ")";
+                if (t == id)  // (append: see Driver::note on GCC 12's -Wrestrict)
+                    unexplained.append(" ").append(std::to_string(r.id)).append("(").append(info(r.kind).name).append(")");
             });
         }
         unexplained += ")";
