@@ -442,6 +442,13 @@ void leave_collection(Heap &heap, cgc_object *op, GcMeta &meta, int generation) 
     place_in_generation(heap, op, meta, generation);
 }
 
+// A survivor of a generation-1 collection, now old: it counts toward the
+// next full collection while it lives (see untrack_not_newest).
+inline void count_long_lived(Heap &heap, GcMeta &meta) {
+    meta.schedule = kPromotedPending;
+    ++heap.long_lived_pending;
+}
+
 struct Found {
     cgc_ssize_t candidates = 0;
     cgc_ssize_t unreachable = 0;
@@ -476,6 +483,7 @@ void sweep(Heap &heap, Set &set, bool marked, int older, Found &found) {
             }
         }
         leave_collection(heap, op, meta, older);
+        if (older == 2) count_long_lived(heap, meta);
     });
     found.maybe_finalizers = maybe_finalizers;
 }
@@ -688,6 +696,7 @@ Found find_unreachable_full(Heap &heap) {
     }
     space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
+        meta.schedule = 0;  // (the long-lived count starts again: update_long_lived)
         if (!(meta.flags & kReachable) && !stack.failed) {
             try {
                 push_counted(heap, unreachable, op);
@@ -877,8 +886,9 @@ cgc_ssize_t keep_uncollectable(Heap &heap, int older) {
     return count;
 }
 
+// (long_lived_pending grows as a generation-1 collection promotes objects:
+// count_long_lived.)
 void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
-    if (generation == CGC_NUM_GENERATIONS - 2) heap.long_lived_pending += survivors;
     if (generation == CGC_NUM_GENERATIONS - 1) {
         heap.long_lived_pending = 0;
         heap.long_lived_total = survivors;

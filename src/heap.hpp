@@ -130,7 +130,8 @@ struct Heap {
 
     // CPython's rule against quadratic full collections on a growing heap:
     // a full collection runs only when the objects that survived a gen-1
-    // collection since the last full one are >= 25% of those that survived it.
+    // collection since the last full one and are still tracked (the
+    // kPromotedPending ones) are >= 25% of those that survived it.
     cgc_ssize_t long_lived_total = 0;
     cgc_ssize_t long_lived_pending = 0;
 
@@ -404,7 +405,11 @@ inline void untrack_not_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
     uint64_t bits = meta_bits(meta);
     uint64_t lists = bits & meta_flag_bits(kCollecting | kUncollectable);
     if (!lists && (bits & kMetaGenerationBits) >= kMetaGeneration2) {
-        set_meta_bits(meta, bits & ~meta_flag_bits(kTracked | kReachable));
+        // A promoted object that dies no longer counts toward the next full
+        // collection (gh-122569: counting promotions alone repeats full
+        // collections that find nothing).
+        heap.long_lived_pending -= static_cast<cgc_ssize_t>((bits & kMetaPromotedPending) >> 56);
+        set_meta_bits(meta, bits & ~(meta_flag_bits(kTracked | kReachable) | kMetaPromotedPending));
         return;
     }
     auto index = static_cast<uint32_t>(bits & kMetaWordBits);

@@ -46,7 +46,7 @@ struct GcMeta {
     uint8_t flags;
     uint8_t generation;  // 0, 1, 2, or kPermanent (frozen)
     uint8_t object_offset;
-    uint8_t reserved;
+    uint8_t schedule;  // kPromotedPending or 0 (the collector's schedule)
 };
 static_assert(sizeof(GcMeta) == 8);
 
@@ -57,6 +57,11 @@ constexpr uint64_t kMetaWordBits = 0xFFFFFFFFu;
 constexpr uint64_t kMetaGenerationBits = uint64_t(0xFF) << 40;
 constexpr uint64_t kMetaGeneration2 = uint64_t(2) << 40;  // generation 2 (and above: permanent)
 constexpr uint64_t kMetaObjectOffsetBits = uint64_t(0xFF) << 48;
+// GcMeta::schedule: promoted to generation 2 by a generation-1 collection
+// since the last full collection, and counted in Heap::long_lived_pending
+// until then, or until it is untracked (dies).
+constexpr uint8_t kPromotedPending = 1;
+constexpr uint64_t kMetaPromotedPending = uint64_t(kPromotedPending) << 56;
 constexpr uint64_t meta_flag_bits(uint8_t flags) { return uint64_t(flags) << 32; }
 inline uint64_t meta_bits(const GcMeta &meta) {
     uint64_t bits;

@@ -348,18 +348,25 @@ TEST_F(CollectorTest, StatisticsAccumulatePerGeneration) {
 
 // ---- Scheduling: the long-lived rule ----------------------------------------
 
-TEST_F(CollectorTest, GrowingLiveHeapDoesNotRunFullCollectionEveryTime) {
-    // A large live heap, fully collected once: 100,000 long-lived objects.
+// 100,000 objects in the old generation after a full collection, then
+// thresholds (100, 1, 1), automatic collection on: a full collection is due
+// once 25,000 objects promoted since are alive.
+std::vector<Node *> old_heap_and_small_thresholds() {
     std::vector<Node *> live;
-    live.reserve(140'000);
     for (int i = 0; i < 100'000; ++i) live.push_back(new_node());
     cgc_collect(2);
-    // Small thresholds: without the 25% rule, an automatic full collection
-    // would run about every 7 young collections (~700 allocations).
     cgc_set_threshold(0, 100);
     cgc_set_threshold(1, 1);
     cgc_set_threshold(2, 1);
     cgc_enable();
+    return live;
+}
+
+TEST_F(CollectorTest, GrowingLiveHeapDoesNotRunFullCollectionEveryTime) {
+    // A large live heap, fully collected once: 100,000 long-lived objects.
+    // Small thresholds: without the 25% rule, an automatic full collection
+    // would run about every 7 young collections (~700 allocations).
+    std::vector<Node *> live = old_heap_and_small_thresholds();
     uint64_t full_before = stats_of(2).collections;
     uint64_t young_before = stats_of(0).collections;
     uint64_t middle_before = stats_of(1).collections;
@@ -380,6 +387,64 @@ TEST_F(CollectorTest, GrowingLiveHeapDoesNotRunFullCollectionEveryTime) {
     cgc_disable();
     for (Node *node : live) cgc_decref(obj(node));
     EXPECT_EQ(counters.deallocated, 140'000);
+}
+
+// gh-122569: objects promoted to the old generation that have died since
+// by reference count must not count toward the next full collection.
+TEST_F(CollectorTest, PromotedObjectsThatDiedDoNotTriggerFullCollections) {
+    std::vector<Node *> live = old_heap_and_small_thresholds();
+    uint64_t full_before = stats_of(2).collections;
+    uint64_t middle_before = stats_of(1).collections;
+
+    // 60 batches of 1,000 objects, each promoted while it lives, then freed
+    // by reference count: 60,000 promotions (> 25% of 100,000), none alive.
+    for (int batch = 0; batch < 60; ++batch) {
+        std::vector<Node *> nodes;
+        for (int i = 0; i < 1'000; ++i) nodes.push_back(new_node());
+        for (Node *node : nodes) cgc_decref(obj(node));
+    }
+    EXPECT_GT(stats_of(1).collections, middle_before + 100);
+    EXPECT_EQ(stats_of(2).collections, full_before) << "a full collection for promoted objects "
+                                                       "that died by reference count";
+
+    // Untracked ones do not count either (they are in no generation).
+    std::vector<Node *> untracked;
+    for (int i = 0; i < 20'000; ++i) untracked.push_back(new_node());  // promoted: < 25%
+    for (Node *node : untracked) cgc_gc_untrack(obj(node));
+    for (int i = 0; i < 20'000; ++i) live.push_back(new_node());  // 20,000 more: < 25%
+    EXPECT_EQ(stats_of(2).collections, full_before);
+
+    // Promoted objects still alive do: 30,000 of them pass 25%.
+    for (int i = 0; i < 10'000; ++i) live.push_back(new_node());
+    EXPECT_GE(stats_of(2).collections, full_before + 1);
+
+    cgc_disable();
+    for (Node *node : untracked) {
+        cgc_gc_track(obj(node));  // (its tp_dealloc untracks it)
+        cgc_decref(obj(node));
+    }
+    for (Node *node : live) cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 100'000 + 60'000 + 20'000 + 30'000);
+}
+
+// Frozen objects leave the count of promoted objects: dying later, they do
+// not make it go below what is alive in the old generation.
+TEST_F(CollectorTest, FreezingPromotedObjectsTakesThemOutOfTheLongLivedCount) {
+    std::vector<Node *> live = old_heap_and_small_thresholds();
+    std::vector<Node *> frozen;
+    for (int i = 0; i < 20'000; ++i) frozen.push_back(new_node());  // promoted: < 25%
+    cgc_freeze();
+    cgc_unfreeze();  // back in the old generation, no longer counted as new
+    uint64_t full_before = stats_of(2).collections;
+    for (int i = 0; i < 20'000; ++i) live.push_back(new_node());  // 20,000 new: < 25%
+    EXPECT_EQ(stats_of(2).collections, full_before);
+    // Freed, the unfrozen ones take nothing off the count of the new ones.
+    for (Node *node : frozen) cgc_decref(obj(node));
+    for (int i = 0; i < 10'000; ++i) live.push_back(new_node());  // 30,000 new: > 25%
+    EXPECT_GE(stats_of(2).collections, full_before + 1);
+
+    cgc_disable();
+    for (Node *node : live) cgc_decref(obj(node));
 }
 
 // gc.disable() stops automatic collections, not the count (CPython's
