@@ -7,71 +7,11 @@
 // Its usual output comes first; the checksum of the result line is the sum
 // of the checks printed. Variants: cyclegc (make/ref), shared_ptr,
 // unique_ptr (no sharing at all: the floor), boehm (GC_MALLOC).
-#include "programs.hpp"
-
-#include <memory>
-#include <type_traits>
+#include "trees.hpp"
 
 namespace {
 
-struct cyclegc_trees {
-    static constexpr const char *variant = "cyclegc";
-    using collector = programs::cyclegc_collector;
-    struct node : cyclegc::object {
-        cyclegc::ref<node> left, right;
-        node(cyclegc::ref<node> l, cyclegc::ref<node> r) : left(std::move(l)), right(std::move(r)) {}
-        void trace(cyclegc::tracer &t) { t(left, right); }
-    };
-    using tree = cyclegc::ref<node>;
-    static tree make(tree left, tree right) { return cyclegc::make<node>(std::move(left), std::move(right)); }
-};
-
-// The standard smart pointers, as their users write them: make_shared (one
-// allocation for the node and its count) or make_unique.
-template <bool Shared>
-struct std_trees {
-    static constexpr const char *variant = Shared ? "shared_ptr" : "unique_ptr";
-    using collector = programs::no_collector;
-    struct node;
-    using tree = std::conditional_t<Shared, std::shared_ptr<node>, std::unique_ptr<node>>;
-    struct node {
-        tree left, right;
-        node(tree l, tree r) : left(std::move(l)), right(std::move(r)) {}
-    };
-    static tree make(tree left, tree right) {
-        if constexpr (Shared)
-            return std::make_shared<node>(std::move(left), std::move(right));
-        else
-            return std::make_unique<node>(std::move(left), std::move(right));
-    }
-};
-using shared_ptr_trees = std_trees<true>;
-using unique_ptr_trees = std_trees<false>;
-
-#ifdef CYCLEGC_BENCH_HAVE_BOEHM
-struct boehm_trees {
-    static constexpr const char *variant = "boehm";
-    using collector = programs::boehm_collector;
-    struct node {
-        node *left, *right;
-    };
-    using tree = node *;
-    static tree make(tree left, tree right) { return collector::make<node>(left, right); }
-};
-#endif
-
-template <class P>
-typename P::tree bottom_up(int depth) {
-    if (depth == 0) return P::make(nullptr, nullptr);
-    auto left = bottom_up<P>(depth - 1);
-    auto right = bottom_up<P>(depth - 1);
-    return P::make(std::move(left), std::move(right));
-}
-
-template <class Node>
-long check(const Node &n) {
-    return 1 + (n.left ? check(*n.left) + check(*n.right) : 0);
-}
+using namespace programs;
 
 struct binary_trees {
     static constexpr const char *name = "binary-trees";
@@ -101,9 +41,9 @@ struct binary_trees {
 }  // namespace
 
 int main(int argc, char **argv) {
-    return programs::main<binary_trees, cyclegc_trees, shared_ptr_trees, unique_ptr_trees
+    return programs::main<binary_trees, cyclegc_trees<>, std_trees<true>, std_trees<false>
 #ifdef CYCLEGC_BENCH_HAVE_BOEHM
-                          , boehm_trees
+                          , boehm_trees<>
 #endif
                           >(argc, argv);
 }
