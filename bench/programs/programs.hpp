@@ -81,7 +81,8 @@ struct boehm_collector {
         r.max_pause_ns = timing().longest;
         r.gc_ns = timing().total;
     }
-    // Placement into collected memory: the types are trivially destructible.
+    // Placement into collected memory. Boehm runs no destructor: whatever a
+    // T owns must be collected memory too (gc_allocator for containers).
     template <class T, class... Args>
     static T *make(Args &&...args) {
         return new (GC_MALLOC(sizeof(T))) T{std::forward<Args>(args)...};
