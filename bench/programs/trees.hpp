@@ -71,10 +71,19 @@ typename P::tree bottom_up(int depth) {
     return P::make(std::move(left), std::move(right));
 }
 
-// Its node count (binary-trees' "check").
+// A tree of exactly `nodes` nodes, as balanced as can be.
+template <class P>
+typename P::tree balanced(long nodes) {
+    if (nodes == 0) return nullptr;
+    auto left = balanced<P>((nodes - 1) / 2);
+    auto right = balanced<P>(nodes - 1 - (nodes - 1) / 2);
+    return P::make(std::move(left), std::move(right));
+}
+
+// Its node count (binary-trees' "check"; a balanced tree may miss one child).
 template <class Node>
 long check(const Node &n) {
-    return 1 + (n.left ? check(*n.left) + check(*n.right) : 0);
+    return 1 + (n.left ? check(*n.left) : 0) + (n.right ? check(*n.right) : 0);
 }
 
 }  // namespace programs
