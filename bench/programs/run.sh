@@ -56,7 +56,8 @@ while IFS=$'\t' read -r name path; do
 done <"$list"
 
 mkdir -p "$build/bench-results"
-out=$build/bench-results/programs$([[ $quick == 1 ]] && echo -quick).jsonl
+out=$build/bench-results/programs.jsonl
+[[ $quick == 1 ]] && out=$build/bench-results/programs-quick.jsonl
 : >"$out"
 for ((round = 1; round <= rounds; ++round)); do
     for run in "${runs[@]}"; do
