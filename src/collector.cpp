@@ -899,21 +899,17 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     if (heap.callbacks.empty() || heap.finalizing) return;
     Phase outer = heap.phase;
     heap.phase = Phase::callbacks;  // a collection requested from here returns 0
-    // A copy, since a callback may add or remove callbacks; without memory
-    // for it, the list itself, by index (a removal may then skip one).
-    std::vector<std::pair<cgc_collection_callback, void *>> copy;
-    try {
-        if (!heap.callbacks.empty()) note_internal_allocation(heap);
-        copy = heap.callbacks;
-    } catch (...) {
-        report(CGC_ERR_MEMORY, "collector: out of memory copying the collection callbacks");
+    // The live list, by index (a callback may add or remove callbacks): one
+    // removed meanwhile is blanked and never runs after its removal (its
+    // context may be freed); one added runs from the next phase on.
+    size_t count = heap.callbacks.size();
+    ++heap.callbacks_walking;
+    for (size_t i = 0; i < count; ++i) {
+        auto [callback, context] = heap.callbacks[i];
+        if (callback) call_user_code("a collection callback", nullptr, [&] { callback(phase, &info, context); });
     }
-    auto &callbacks = copy.empty() ? heap.callbacks : copy;
-    for (size_t i = 0; i < callbacks.size(); ++i) {
-        cgc_collection_callback callback = callbacks[i].first;
-        void *context = callbacks[i].second;
-        call_user_code("a collection callback", nullptr, [&] { callback(phase, &info, context); });
-    }
+    if (--heap.callbacks_walking == 0)
+        std::erase_if(heap.callbacks, [](const auto &entry) { return entry.first == nullptr; });
     heap.phase = outer;
 }
 

@@ -167,10 +167,14 @@ int cgc_add_collection_callback(cgc_collection_callback callback, void *context)
 }
 
 int cgc_remove_collection_callback(cgc_collection_callback callback, void *context) {
-    auto &callbacks = current_heap().callbacks;
+    Heap &heap = current_heap();
+    auto &callbacks = heap.callbacks;
     auto found = std::find(callbacks.begin(), callbacks.end(), std::make_pair(callback, context));
-    if (found == callbacks.end()) return -1;
-    callbacks.erase(found);
+    if (found == callbacks.end() || !callback) return -1;
+    if (heap.callbacks_walking)
+        *found = {nullptr, nullptr};  // (erased when the walk ends: see invoke_callbacks)
+    else
+        callbacks.erase(found);
     return 0;
 }
 
@@ -296,6 +300,12 @@ void cgc_garbage_clear(void) {
     for (cgc_object *op : dropped) cgc_decref(op);
 }
 
+cgc_log_sink cgc_get_log_sink(void **context) {
+    Heap &heap = current_heap();
+    if (context) *context = heap.log_context;
+    return heap.log_sink ? heap.log_sink : log_to_stderr;
+}
+
 void cgc_report_unraisable(const char *message, cgc_object *object) {
     Heap &heap = current_heap();
     if (heap.phase == Phase::finding_unreachable) heap.traverse_failed = true;  // (only tp_traverse runs)
@@ -317,6 +327,12 @@ cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *cont
     heap.unraisable_hook = hook;
     heap.unraisable_hook_context = context;
     return previous;
+}
+
+cgc_unraisable_hook cgc_get_unraisable_hook(void **context) {
+    Heap &heap = current_heap();
+    if (context) *context = heap.unraisable_hook_context;
+    return heap.unraisable_hook;
 }
 
 }  // extern "C"

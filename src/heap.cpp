@@ -179,6 +179,12 @@ uint64_t cgc_error_count(cgc_error_kind kind) {
     return current_heap().error_counts[kind];
 }
 
+cgc_error_hook cgc_get_error_hook(void **context) {
+    Heap &heap = current_heap();
+    if (context) *context = heap.error_hook_context;
+    return heap.error_hook ? heap.error_hook : print_to_stderr;
+}
+
 cgc_heap *cgc_heap_new(void) {
     Heap *heap = new (std::nothrow) Heap();
     return reinterpret_cast<cgc_heap *>(heap);

@@ -146,6 +146,10 @@ struct Heap {
     cgc_log_sink log_sink = nullptr;
     void *log_context = nullptr;
     std::vector<std::pair<cgc_collection_callback, void *>> callbacks;
+    // While invoke_callbacks walks `callbacks`, a removed callback is blanked
+    // (null), not erased, so the walk's indices stay valid; the walk erases
+    // the blanks when it ends.
+    int callbacks_walking = 0;
     std::vector<cgc_object *> garbage;  // strong references
     // Objects without a collector header whose finalizer runs from their
     // tp_dealloc (cgc_call_finalizer_from_dealloc), which cannot be held

@@ -254,6 +254,10 @@ CGC_API cgc_error_hook cgc_set_error_hook(cgc_error_hook hook, void *context);
 /* How many errors of `kind` were recorded on the current heap since it was
  * made (cleared or not); 0 for a kind out of range. */
 CGC_API uint64_t cgc_error_count(cgc_error_kind kind);
+/* The error hook in use (the default's address if none was set) and, when
+ * `context` is not NULL, its context; for a wrapper that must free the
+ * context of the hook it replaces. */
+CGC_API cgc_error_hook cgc_get_error_hook(void **context);
 
 /* ---- Heaps ----------------------------------------------------------- */
 
@@ -562,6 +566,9 @@ CGC_API int cgc_add_collection_callback(cgc_collection_callback callback, void *
 /* Removes the first registration of that (callback, context) pair.
  * Returns 0, or -1 if it is not registered (nothing recorded). */
 CGC_API int cgc_remove_collection_callback(cgc_collection_callback callback, void *context);
+/* (A callback removed while the callbacks run, by itself or by another, is
+ * not called again, even in the same phase; one added runs from the next
+ * phase on.) */
 
 /* gc.freeze(): move every tracked object to a permanent generation that
  * collections ignore; gc.unfreeze() moves them back to the oldest one.
@@ -606,6 +613,9 @@ CGC_API int cgc_get_garbage(cgc_object_list *out);
 CGC_API cgc_ssize_t cgc_garbage_count(void);
 /* Empties gc.garbage, dropping its references (which may free objects). */
 CGC_API void cgc_garbage_clear(void);
+/* The log sink in use (the default's address if none was set) and, when
+ * `context` is not NULL, its context. */
+CGC_API cgc_log_sink cgc_get_log_sink(void **context);
 
 /* ---- Weak references -------------------------------------------------- */
 
@@ -650,6 +660,9 @@ CGC_API void cgc_report_unraisable(const char *message, cgc_object *object);
  * which prints to stderr). Returns the previous hook. */
 typedef void (*cgc_unraisable_hook)(const char *message, cgc_object *object, void *context);
 CGC_API cgc_unraisable_hook cgc_set_unraisable_hook(cgc_unraisable_hook hook, void *context);
+/* The unraisable hook in use (NULL: the default) and, when `context` is not
+ * NULL, its context. */
+CGC_API cgc_unraisable_hook cgc_get_unraisable_hook(void **context);
 
 /* Memory: empty GC pages are kept for reuse (up to 32 MiB in the process)
  * instead of being given back to the system at once; this gives their

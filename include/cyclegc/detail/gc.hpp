@@ -2,6 +2,7 @@
 #ifndef CYCLEGC_DETAIL_GC_HPP
 #define CYCLEGC_DETAIL_GC_HPP
 
+#include "callable_box.hpp"
 #include "weak.hpp"
 
 #include <functional>
@@ -101,34 +102,55 @@ inline void clear_garbage() noexcept { cgc_garbage_clear(); }
 // Removed when the returned handle is destroyed.
 using collection_callback = std::function<void(std::string_view phase, const collection_info &info)>;
 
+// Owns one registered collection callback, on the heap that was current
+// when it was added (it must be destroyed before that heap). A callback may
+// remove itself or any other while it runs: a removed callback is never
+// called again, and one that is running is freed when it returns.
 class callback_handle {
+    using box = detail::callable_box<collection_callback>;
+
   public:
     callback_handle() = default;
     explicit callback_handle(collection_callback callback)
-        : callback_(std::make_unique<collection_callback>(std::move(callback))) {
-        if (cgc_add_collection_callback(run, callback_.get()) < 0) throw std::bad_alloc();
+        : box_(new box(std::move(callback))), heap_(cgc_heap_current()) {
+        if (cgc_add_collection_callback(run, box_) < 0) {
+            delete std::exchange(box_, nullptr);
+            throw std::bad_alloc();
+        }
     }
-    callback_handle(callback_handle &&) noexcept = default;
+    callback_handle(callback_handle &&other) noexcept
+        : box_(std::exchange(other.box_, nullptr)), heap_(other.heap_) {}
     callback_handle &operator=(callback_handle &&other) noexcept {
-        remove();
-        callback_ = std::move(other.callback_);
+        if (this != &other) {
+            remove();
+            box_ = std::exchange(other.box_, nullptr);
+            heap_ = other.heap_;
+        }
         return *this;
     }
     ~callback_handle() { remove(); }
+
     void remove() noexcept {
-        if (callback_) cgc_remove_collection_callback(run, callback_.get());
-        callback_.reset();
+        box *registered = std::exchange(box_, nullptr);
+        if (!registered) return;
+        cgc_heap *current = cgc_heap_current();
+        cgc_heap_set_current(heap_);
+        cgc_remove_collection_callback(run, registered);
+        cgc_heap_set_current(current);
+        box::retire(registered);
     }
 
   private:
     static void run(const char *phase, const cgc_collection_info *info, void *context) {
         try {
-            (*static_cast<collection_callback *>(context))(phase, *info);
+            static_cast<box *>(context)->call(phase, *info);
         } catch (...) {
             detail::report_exception("collection callback", nullptr);
         }
     }
-    std::unique_ptr<collection_callback> callback_;
+
+    box *box_ = nullptr;
+    cgc_heap *heap_ = nullptr;
 };
 
 [[nodiscard]] inline callback_handle add_collection_callback(collection_callback callback) {
@@ -137,24 +159,66 @@ class callback_handle {
 
 // Where exceptions from finalizers and callbacks go (they never escape a
 // collection). The default prints "cyclegc: Exception ignored in: ..." to
-// stderr. An empty function restores the default.
+// stderr.
 using unraisable_hook = std::function<void(std::string_view message, cgc_object *object)>;
+// Where every error the library reports goes (cgc_set_error_hook); the
+// default prints "cyclegc: <message>" to stderr.
+using error_hook = std::function<void(cgc_error_kind kind, std::string_view message)>;
+// Where debug output (set_debug) goes, one line at a time; the default is
+// stderr.
+using log_sink = std::function<void(std::string_view line)>;
 
-inline void set_unraisable_hook(unraisable_hook hook) {
-    static unraisable_hook installed;
-    installed = std::move(hook);
-    if (!installed) {
-        cgc_set_unraisable_hook(nullptr, nullptr);
-        return;
+namespace detail {
+
+template <class F>
+using hook_box = callable_box<F>;
+
+// Installs `callable` on the current heap through the C setter (an empty
+// one restores the default), then frees the callable of the C++ hook it
+// replaces, at once or, if that one is running (a hook may replace
+// itself), when it returns. An exception from a hook has nowhere to go.
+template <class F, class Hook>
+void install_hook(F callable, Hook trampoline, Hook (*get)(void **), Hook (*set)(Hook, void *)) {
+    void *previous_context = nullptr;
+    Hook previous = get(&previous_context);
+    auto *installed = callable ? new hook_box<F>(std::move(callable)) : nullptr;
+    set(installed ? trampoline : nullptr, installed);
+    if (previous == trampoline) hook_box<F>::retire(static_cast<hook_box<F> *>(previous_context));
+}
+
+inline void run_unraisable_hook(const char *message, cgc_object *object, void *context) {
+    try {
+        static_cast<hook_box<unraisable_hook> *>(context)->call(message, object);
+    } catch (...) {
     }
-    cgc_set_unraisable_hook(
-        [](const char *message, cgc_object *object, void *context) {
-            try {
-                (*static_cast<unraisable_hook *>(context))(message, object);
-            } catch (...) {
-            }
-        },
-        &installed);
+}
+inline void run_error_hook(cgc_error_kind kind, const char *message, void *context) {
+    try {
+        static_cast<hook_box<error_hook> *>(context)->call(kind, message);
+    } catch (...) {
+    }
+}
+inline void run_log_sink(const char *line, void *context) {
+    try {
+        static_cast<hook_box<log_sink> *>(context)->call(line);
+    } catch (...) {
+    }
+}
+
+}  // namespace detail
+
+// Each applies to the current heap; an empty function restores the
+// default. A hook may replace or reset itself while it runs: its captures
+// live until it returns.
+inline void set_unraisable_hook(unraisable_hook hook) {
+    detail::install_hook(std::move(hook), &detail::run_unraisable_hook, cgc_get_unraisable_hook,
+                         cgc_set_unraisable_hook);
+}
+inline void set_error_hook(error_hook hook) {
+    detail::install_hook(std::move(hook), &detail::run_error_hook, cgc_get_error_hook, cgc_set_error_hook);
+}
+inline void set_log_sink(log_sink sink) {
+    detail::install_hook(std::move(sink), &detail::run_log_sink, cgc_get_log_sink, cgc_set_log_sink);
 }
 
 }  // namespace cyclegc

@@ -99,6 +99,10 @@ std::strong_ordering operator<=>(const ref<T> &a, const ref<U> &b) noexcept {
     return std::compare_three_way{}(a.get(), b.get());
 }
 template <class T>
+std::strong_ordering operator<=>(const ref<T> &a, std::nullptr_t) noexcept {
+    return std::compare_three_way{}(a.get(), static_cast<T *>(nullptr));
+}
+template <class T>
 void swap(ref<T> &a, ref<T> &b) noexcept {
     a.swap(b);
 }
