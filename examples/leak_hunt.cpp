@@ -10,7 +10,8 @@
 // The hunt: the growth report shows Widgets piling up; the retainer chain
 // of one of them shows the bus holding it through the listener; a leak
 // check around one open/close fails with the same chain; heap snapshots
-// (--snapshots DIR) show it in Chrome DevTools or memlab. With --fixed the
+// (--snapshots DIR: baseline, target and final around one dialog, and
+// growth/s1..s4 one dialog apart) show it in Chrome DevTools or memlab. With --fixed the
 // dialog unregisters its listener and nothing leaks.
 //
 //   leak_hunt [--fixed] [--snapshots DIR]
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -56,12 +58,13 @@ cyclegc::ref<Widget> add_child(const cyclegc::ref<Widget> &parent, const char *n
     return child;
 }
 
-// A dialog: a window with a title, a text field and two buttons.
+// A dialog: a window with a title, a list of 24 rows and two buttons.
 class Dialog {
   public:
     explicit Dialog(const cyclegc::ref<EventBus> &bus) : bus_(bus), window_(cyclegc::make<Widget>("window")) {
         add_child(window_, "title");
-        add_child(window_, "text field");
+        auto list = add_child(window_, "list");
+        for (int row = 0; row < 24; ++row) add_child(list, "row");
         auto ok = add_child(window_, "ok button");
         add_child(window_, "cancel button");
         listener_ = cyclegc::make<Listener>(ok);
@@ -96,9 +99,10 @@ void print_chain(const std::vector<cyclegc::diag::link> &chain) {
                     chain[i].refcount, chain[i].external);
 }
 
-void snapshot(const char *dir, const char *name) {
+void snapshot(const char *dir, const std::string &name) {
     if (!dir) return;
     std::string path = std::string(dir) + "/" + name + ".heapsnapshot";
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     if (cgc_diag_write_heapsnapshot(path.c_str()) == 0) std::printf("wrote %s\n", path.c_str());
 }
 
@@ -140,6 +144,13 @@ int main(int argc, char **argv) {
     dialog.close(fixed);
     cyclegc::collect();
     snapshot(snapshots, "final");
+    // 5. Four more (growth/s1 .. s4), one more dialog each: what memlab's
+    // unbound-growth analyses read.
+    for (int i = 1; i <= 4; ++i) {
+        open_and_close(bus, fixed);
+        cyclegc::collect();
+        snapshot(snapshots, "growth/s" + std::to_string(i));
+    }
 
     bool leaked = !chain.empty() && !report.empty();
     std::printf("%s\n", leaked == !fixed ? "found what was expected" : "UNEXPECTED");
