@@ -44,6 +44,7 @@
 // Broken counts (more references found than the count says) are reported
 // and the object is kept alive instead of freed.
 #include "arena.hpp"
+#include "diagnostics/traverse_check.hpp"
 #include "heap.hpp"
 
 #include <algorithm>
@@ -848,7 +849,10 @@ void clear_garbage(Heap &heap, int older) {
         if (save_all) {
             save_as_garbage(heap, op);
         } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-            call_holding(op, "tp_clear", [&] { clear(op); });
+            call_holding(op, "tp_clear", [&] {
+                clear(op);
+                if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
+            });
         }
         if (heap.unreachable[i] == op) {  // still here: it survived its clear
             heap.unreachable[i] = nullptr;

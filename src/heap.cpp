@@ -3,6 +3,8 @@
 #include "arena.hpp"
 #include "heap.hpp"
 
+#include "diagnostics/leak_report.hpp"
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -319,6 +321,7 @@ int cgc_finalize(void) {
     }
     heap.finalizing = false;
     report_garbage_at_shutdown(heap);
+    diag::report_leaks_at_shutdown(heap);
     return 0;
 }
 

@@ -33,6 +33,17 @@ enum class Phase {
 
 struct WeakRef;  // weakref.cpp
 
+// The diagnostics' per-heap state (growth baselines, leak report settings:
+// src/diagnostics/state.hpp), made on first use.
+namespace diag {
+struct State;
+void destroy_state(State *state);
+}  // namespace diag
+struct DiagnosticsSlot {
+    diag::State *state = nullptr;
+    ~DiagnosticsSlot() { diag::destroy_state(state); }
+};
+
 // The pages that hold objects of the set being analysed, one bit per arena
 // page: a young collection follows many references into the old heap, and
 // this answers "not a candidate" from a small bitmap, without reading the
@@ -175,6 +186,7 @@ struct Heap {
     void *error_hook_context = nullptr;
     uint64_t error_counts[CGC_ERR_UNRAISABLE + 1] = {};
     cgc_ssize_t requested_young_threshold = 0;  // (set_threshold)
+    DiagnosticsSlot diagnostics;
 
     // The thread the heap is confined to: the one that made it current last
     // (thread_id(); 0: none, any thread may adopt it), and its system id

@@ -1,0 +1,92 @@
+// The heap as a graph, built once per question: one node per tracked object
+// of the heap, one edge per reference its tp_traverse visits to another
+// tracked object of the heap, and for every node its *external* count: its
+// reference count minus the edges to it, i.e. the references the collector
+// cannot see (C variables, globals, untracked objects). Nodes with an
+// external count above zero are the roots every diagnostic starts from.
+//
+// Building it reads the heap and runs tp_traverse; it writes nothing the
+// heap owns (no count, generation, flag, finalizer or weak reference
+// changes), so a diagnostic never changes what it looks at.
+#pragma once
+
+#include "../heap.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace cyclegc::internal::diag {
+
+constexpr uint32_t kNoNode = UINT32_MAX;
+
+struct HeapGraph {
+    std::vector<cgc_object *> objects;  // node -> object
+    std::vector<uint32_t> sizes;        // node -> bytes of its slot
+    std::vector<int64_t> external;      // node -> references from outside the graph (< 0: a traverse bug)
+    std::vector<uint64_t> edge_start;   // node -> its first edge; node_count() + 1 entries
+    std::vector<uint32_t> edges;        // targets, grouped by source node in node order
+
+    size_t node_count() const { return objects.size(); }
+    size_t edge_count() const { return edges.size(); }
+    // The node of a tracked object of this heap, or kNoNode (any pointer,
+    // NULL included; a non-GC object's type is read).
+    uint32_t node_of(const cgc_object *op) const;
+    const char *type_name_at(uint32_t node) const { return type_name_of(objects[node]); }
+
+    // Node numbers by slot: slot_base[page index] + slot index.
+    std::vector<uint64_t> slot_base;
+    std::vector<uint32_t> node_of_slot;
+    const std::vector<Page *> *pages = nullptr;
+    const Heap *heap = nullptr;
+};
+
+// Builds the graph of `heap` into `graph`. False (reported, naming
+// `function`) during a collection or when out of memory.
+bool build_graph(Heap &heap, HeapGraph &graph, const char *function);
+
+// The nodes with an external count above zero, in node order.
+std::vector<uint32_t> roots_of(const HeapGraph &graph);
+
+// Breadth-first search from every root at once: parent[n] is the node
+// that first reached n (a root's parent is itself; kNoNode: no root
+// reaches n). Stops at the first node for which stop(node) is true and
+// returns it (kNoNode if none). Iterative: no recursion.
+template <typename Stop>
+uint32_t search_from_roots(const HeapGraph &graph, std::vector<uint32_t> &parent, Stop stop) {
+    parent.assign(graph.node_count(), kNoNode);
+    std::vector<uint32_t> queue = roots_of(graph);
+    for (uint32_t root : queue) parent[root] = root;
+    for (size_t head = 0; head < queue.size(); ++head) {
+        uint32_t node = queue[head];
+        if (stop(node)) return node;
+        for (uint64_t e = graph.edge_start[node]; e < graph.edge_start[node + 1]; ++e) {
+            uint32_t target = graph.edges[e];
+            if (parent[target] != kNoNode) continue;
+            parent[target] = node;
+            queue.push_back(target);
+        }
+    }
+    return kNoNode;
+}
+
+// Every node a root reaches, in breadth-first order from every root at
+// once, with `parent` as search_from_roots leaves it.
+inline std::vector<uint32_t> reached_from_roots(const HeapGraph &graph, std::vector<uint32_t> &parent) {
+    std::vector<uint32_t> order;
+    search_from_roots(graph, parent, [&](uint32_t node) {
+        order.push_back(node);
+        return false;
+    });
+    return order;
+}
+
+// The chain root .. node along `parent` (from search_from_roots), root first.
+std::vector<uint32_t> chain_to(const std::vector<uint32_t> &parent, uint32_t node);
+
+}  // namespace cyclegc::internal::diag
+
+namespace cyclegc::internal::diag {
+// The node of `object` in a graph of the current heap, or kNoNode (misuse:
+// reported, naming `function`).
+uint32_t node_of_argument(const HeapGraph &graph, cgc_object *object, const char *function);
+}  // namespace cyclegc::internal::diag

@@ -1,0 +1,25 @@
+// The diagnostics' state of one heap (Heap::diagnostics), made on first use.
+#pragma once
+
+#include "../heap.hpp"
+
+#include <unordered_map>
+
+namespace cyclegc::internal::diag {
+
+struct TypeTotals {
+    cgc_ssize_t count = 0;
+    cgc_ssize_t bytes = 0;
+};
+
+struct State {
+    // The census of the previous cgc_diag_growth call, by type.
+    std::unordered_map<cgc_type *, TypeTotals> growth_baseline;
+    bool report_leaks = false;    // a leak report when the heap shuts down
+    bool check_traverse = false;  // the traverse checker after each tp_clear of a collection
+};
+
+// The heap's state, made if needed (throws std::bad_alloc).
+State &state_of(Heap &heap);
+
+}  // namespace cyclegc::internal::diag
