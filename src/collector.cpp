@@ -1024,6 +1024,9 @@ cgc_ssize_t collect(Heap &heap, int generation) {
     info.duration_ns = ns;
     invoke_callbacks(heap, "stop", info);
     heap.phase = Phase::idle;
+#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 2
+    validate_heap(heap, "after a collection");
+#endif
     return outcome.collected + outcome.uncollectable;
 }
 

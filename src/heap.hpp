@@ -463,6 +463,12 @@ inline void let_go(GcMeta &meta, bool nested) {
     if (!nested) meta.flags = static_cast<uint8_t>(meta.flags & ~kHeld);
 }
 
+// Checks the whole heap between collections (validate.cpp): every page's
+// slot accounting and free list, every tracked object in exactly one
+// generation. A failure is reported as corruption and aborts. Run after
+// every collection when CYCLEGC_DEBUG >= 2.
+void validate_heap(Heap &heap, const char *when);
+
 // Collector entry points (collector.cpp).
 cgc_ssize_t collect(Heap &heap, int generation);
 cgc_ssize_t collect_automatic(Heap &heap);
