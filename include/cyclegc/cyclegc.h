@@ -226,7 +226,9 @@ CGC_API cgc_object *cgc_object_new(cgc_type *type);
 CGC_API cgc_object *cgc_object_new_var(cgc_type *type, cgc_ssize_t nitems);
 /* Free an object allocated by cgc_object_new*: type-aware (GC or not). */
 CGC_API void cgc_object_del(void *op);
-/* GC-only versions: the type must have CGC_TPFLAGS_HAVE_GC. */
+/* GC-only versions: the type must have CGC_TPFLAGS_HAVE_GC. A GC object
+ * (and cgc_gc_raw_alloc's memory) has at most 4 GiB less 16 bytes: a larger
+ * one is refused (NULL, CGC_ERR_MEMORY) even where malloc would serve it. */
 CGC_API cgc_object *cgc_gc_new(cgc_type *type);
 CGC_API cgc_object *cgc_gc_new_var(cgc_type *type, cgc_ssize_t nitems);
 CGC_API cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems);
