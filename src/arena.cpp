@@ -3,14 +3,15 @@
 
 #include "pages.hpp"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <unordered_set>
 #include <vector>
 
 namespace cyclegc::internal {
@@ -18,31 +19,68 @@ namespace {
 
 // 64 GiB of address space: a billion small objects. Reserving costs nothing
 // but page-table entries for what is used. Where that much cannot be had
-// (an address-space limit; valgrind, which cannot map 64 GiB), smaller ones
-// are tried: the exact "is a GC object" test is worth having even then, and
-// pages beyond a full arena come from posix_memalign (Arena::allocate).
-constexpr size_t kReservations[] = {size_t(64) << 30, size_t(16) << 30, size_t(4) << 30, size_t(1) << 30};
+// (an address-space limit; valgrind, which cannot map 64 GiB), the size is
+// halved until a reservation succeeds, down to kMinReservation.
+constexpr size_t kFirstReservation = size_t(64) << 30;
+constexpr size_t kMinReservation = size_t(1) << 20;
 
 // Empty single pages are kept for reuse, up to this many bytes, without
 // giving their memory back: handing such a page out again costs a memset
 // (about 2 us for 64 KiB) instead of a madvise call now and 16 page faults
 // at its next use (measured: a refcount cascade freeing 1M objects, 190 ->
 // 148 ns per churn rewrite on ring-1m; building into reused pages 2x faster).
-// Beyond it, pages go back to the system at once.
+// Beyond it, the memory of pages goes back to the system at once.
 constexpr size_t kMaxRetainedBytes = size_t(32) << 20;
 
 struct ArenaState {
-    std::mutex mutex;
-    uintptr_t next = 0;                         // never-used space starts here
-    std::vector<void *> retained_pages;         // released single pages, memory kept (dirty)
-    std::vector<void *> free_pages;             // released single pages, memory given back (zero)
-    std::multimap<size_t, void *> free_regions;  // released larger regions, by size
-    std::unordered_set<uintptr_t> outside;      // regions from posix_memalign, in use
+    std::mutex mutex;  // (held across fork(): Arena::before_fork)
+    uintptr_t next = 0;                          // never-used space of the current reservation
+    uintptr_t end = 0;
+    std::vector<void *> retained_pages;          // released single pages, memory kept (dirty)
+    std::vector<void *> free_pages;              // single pages, memory given back (zero)
+    std::multimap<size_t, void *> free_regions;  // larger regions, memory given back, by size
 };
 
 ArenaState &state() {
     static ArenaState *s = new ArenaState();  // outlives every heap
     return *s;
+}
+
+// `size` bytes of address space aligned to kPageSize (0: none to be had).
+uintptr_t map_aligned(size_t size) {
+    void *p = mmap(nullptr, size + kPageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    auto start = reinterpret_cast<uintptr_t>(p);
+    uintptr_t begin = (start + kPageSize - 1) & ~(uintptr_t(kPageSize) - 1);
+    if (begin != start) munmap(p, begin - start);
+    munmap(reinterpret_cast<void *>(begin + size), start + kPageSize - begin);
+    if ((begin + size) >> PageMap::kAddressBits) {  // beyond what the page map covers
+        munmap(reinterpret_cast<void *>(begin), size);
+        return 0;
+    }
+    return begin;
+}
+
+// Remembers a region whose memory was given back, for reuse.
+void keep_free(ArenaState &s, void *region, size_t bytes) {
+    try {
+        if (bytes == kPageSize)
+            s.free_pages.push_back(region);
+        else
+            s.free_regions.emplace(bytes, region);
+    } catch (...) {
+        // Losing track of a region leaks address space, not memory.
+    }
+}
+
+// A free region of at least `bytes`, split if larger (the rest stays free).
+void *take_free_region(ArenaState &s, size_t bytes) {
+    auto found = s.free_regions.lower_bound(bytes);
+    if (found == s.free_regions.end()) return nullptr;
+    auto [size, region] = *found;
+    s.free_regions.erase(found);
+    if (size > bytes) keep_free(s, static_cast<char *>(region) + bytes, size - bytes);
+    return region;
 }
 
 }  // namespace
@@ -55,54 +93,64 @@ Arena &Arena::instance() {
 }
 
 Arena::Arena() {
-    if (std::getenv("CYCLEGC_NO_ARENA")) return;  // test the fallback path
-    if (const char *bytes = std::getenv("CYCLEGC_ARENA_BYTES")) {  // a small arena, to test its overflow
-        reserve(std::strtoull(bytes, nullptr, 10) / kPageSize * kPageSize);
+    // A child forked while another thread is inside the arena would find its
+    // lock held for ever: the lock is taken around fork() instead.
+    pthread_atfork(before_fork, after_fork, after_fork);
+    if (std::getenv("CYCLEGC_NO_ARENA")) return;  // tests: every region a reservation of its own
+    if (const char *bytes = std::getenv("CYCLEGC_ARENA_BYTES")) {  // a small arena, to test its growth
+        reserve_first(std::strtoull(bytes, nullptr, 10) / kPageSize * kPageSize);
         return;
     }
-    // Under an address-space limit, take at most a quarter of it: the rest
-    // of the program needs address space too, and pages beyond a full arena
-    // come from posix_memalign anyway.
-    size_t cap = SIZE_MAX;
+    // Under an address-space limit, start with at most a quarter of it: the
+    // rest of the program needs address space too (more is reserved when
+    // this fills up).
+    size_t size = kFirstReservation;
     rlimit limit{};
-    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) cap = limit.rlim_cur / 4;
-    for (size_t size : kReservations)
-        if (size <= cap && reserve(size)) return;
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        size = std::min<size_t>(size, limit.rlim_cur / 4 / kPageSize * kPageSize);
+    for (; size >= kMinReservation; size = size / 2 / kPageSize * kPageSize)
+        if (reserve_first(size)) return;
 }
 
-bool Arena::reserve(size_t size) {
+bool Arena::reserve_first(size_t size) {
     if (size == 0) return false;
-    // One alignment's worth extra, to start at an aligned address.
-    void *p = mmap(nullptr, size + kPageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return false;
-    base_ = (reinterpret_cast<uintptr_t>(p) + kPageSize - 1) & ~(uintptr_t(kPageSize) - 1);
+    uintptr_t begin = map_aligned(size);
+    if (!begin) return false;
+    base_ = begin;
     size_ = size;
-    state().next = base_;
+    growth_ = size;
+    state().next = begin;
+    state().end = begin + size;
     return true;
 }
 
-namespace {
-// A region outside the arena, remembered (s.mutex held) so that a pointer
-// into it can still be told from plain memory (is_outside_page).
-void *allocate_outside(ArenaState &s, size_t bytes, bool &dirty) {
-    void *memory = nullptr;
-    dirty = true;
-    if (posix_memalign(&memory, kPageSize, bytes) != 0) return nullptr;
-    try {
-        s.outside.insert(reinterpret_cast<uintptr_t>(memory));
-    } catch (...) {
-        std::free(memory);
-        return nullptr;
-    }
-    return memory;
+void Arena::before_fork() { state().mutex.lock(); }
+void Arena::after_fork() { state().mutex.unlock(); }
+
+// A new reservation for at least `bytes`, as large as the first if the
+// address space allows (s.mutex held). What the current one has left
+// becomes free pages.
+bool Arena::grow(size_t bytes) {
+    ArenaState &s = state();
+    uintptr_t begin = 0;
+    size_t size = std::max(bytes, growth_);
+    while (!(begin = map_aligned(size)) && size > bytes)
+        size = std::max(bytes, size / 2 / kPageSize * kPageSize);
+    if (!begin) return false;
+    // (Without memory for the map, the reservation stays unused but mapped:
+    // pages it marked must never hold other memory.)
+    if (!others_.add(begin, begin + size)) return false;
+    overflowed_.store(true, std::memory_order_relaxed);
+    for (; s.next < s.end; s.next += kPageSize) keep_free(s, reinterpret_cast<void *>(s.next), kPageSize);
+    s.next = begin;
+    s.end = begin + size;
+    return true;
 }
-}  // namespace
 
 void *Arena::allocate(size_t bytes, bool &dirty) {
     dirty = false;
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!reserved()) return allocate_outside(s, bytes, dirty);
     if (bytes == kPageSize && !s.retained_pages.empty()) {
         void *page = s.retained_pages.back();
         s.retained_pages.pop_back();
@@ -114,20 +162,8 @@ void *Arena::allocate(size_t bytes, bool &dirty) {
         s.free_pages.pop_back();
         return page;
     }
-    if (bytes > kPageSize) {
-        auto found = s.free_regions.lower_bound(bytes);
-        if (found != s.free_regions.end() && found->first == bytes) {
-            void *region = found->second;
-            s.free_regions.erase(found);
-            return region;
-        }
-    }
-    if (s.next + bytes > base_ + size_) {
-        // The arena is full: pages from here on are outside it, and the
-        // collector asks their objects' types whether they are GC objects.
-        overflowed_.store(true, std::memory_order_relaxed);
-        return allocate_outside(s, bytes, dirty);
-    }
+    if (void *region = take_free_region(s, bytes)) return region;
+    if (s.end - s.next < bytes && !grow(bytes)) return nullptr;
     void *region = reinterpret_cast<void *>(s.next);
     s.next += bytes;
     return region;
@@ -136,11 +172,6 @@ void *Arena::allocate(size_t bytes, bool &dirty) {
 void Arena::release(void *region, size_t bytes) {
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!contains(region)) {
-        s.outside.erase(reinterpret_cast<uintptr_t>(region));
-        std::free(region);
-        return;
-    }
     if (bytes == kPageSize && (s.retained_pages.size() + 1) * kPageSize <= kMaxRetainedBytes) {
         try {
             s.retained_pages.push_back(region);
@@ -151,39 +182,42 @@ void Arena::release(void *region, size_t bytes) {
     }
     // Give the memory back to the system; keep the addresses for reuse.
     madvise(region, bytes, MADV_DONTNEED);
-    try {
-        if (bytes == kPageSize)
-            s.free_pages.push_back(region);
-        else
-            s.free_regions.emplace(bytes, region);
-    } catch (...) {
-        // Losing track of a region leaks address space, not memory.
-    }
-}
-
-bool Arena::remembers_outside_page(const void *page_start) const {
-    ArenaState &s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    return s.outside.count(reinterpret_cast<uintptr_t>(page_start)) != 0;
+    keep_free(s, region, bytes);
 }
 
 size_t Arena::release_retained() {
-    if (!reserved()) return 0;
     ArenaState &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     size_t released = 0;
     while (!s.retained_pages.empty()) {
         void *page = s.retained_pages.back();
         madvise(page, kPageSize, MADV_DONTNEED);
-        try {
-            s.free_pages.push_back(page);
-        } catch (...) {
-            // Losing track of a page leaks address space, not memory.
-        }
+        keep_free(s, page, kPageSize);
         s.retained_pages.pop_back();
         released += kPageSize;
     }
     return released;
+}
+
+bool PageMap::add(uintptr_t begin, uintptr_t end) {
+    std::atomic<Word *> *top = top_.load(std::memory_order_relaxed);
+    if (!top) {
+        top = static_cast<std::atomic<Word *> *>(std::calloc(kLeaves, sizeof *top));
+        if (!top) return false;
+        top_.store(top, std::memory_order_release);
+    }
+    for (uintptr_t page = begin; page < end; page += kPageSize) {
+        std::atomic<Word *> &entry = top[page >> kLeafShift];
+        Word *leaf = entry.load(std::memory_order_relaxed);
+        if (!leaf) {
+            leaf = static_cast<Word *>(std::calloc(kPagesPerLeaf / 64, sizeof(Word)));
+            if (!leaf) return false;
+            entry.store(leaf, std::memory_order_release);
+        }
+        size_t index = (page >> kPageShift) & (kPagesPerLeaf - 1);
+        leaf[index / 64].fetch_or(uint64_t(1) << (index % 64), std::memory_order_relaxed);
+    }
+    return true;
 }
 
 }  // namespace cyclegc::internal

@@ -49,6 +49,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 namespace cyclegc::internal {
@@ -150,10 +151,12 @@ class GcObjectTest {
     }
     bool in_arena(cgc_object *op) const { return offset_in_arena(op) < size_; }
     uintptr_t offset_in_arena(cgc_object *op) const { return reinterpret_cast<uintptr_t>(op) - base_; }
-    // Outside the arena; or no arena (size 0): the object's type decides,
-    // unless every GC page is in the arena. (A hostile tp_traverse may visit
-    // NULL: the arena test rejects it; this must not read its type.)
-    bool outside_arena_is_gc(cgc_object *op) const { return !every_page_inside_ && op && has_gc_head(op); }
+    // Outside the first reservation (or there is none): the arena's other
+    // reservations decide, by address. The object is never read: a hostile
+    // tp_traverse may visit NULL, a malloc block or garbage.
+    bool outside_arena_is_gc(cgc_object *op) const {
+        return !every_page_inside_ && g_arena->in_other_reservation(op);
+    }
     uintptr_t size() const { return size_; }
 
   private:
@@ -332,7 +335,8 @@ cgc_ssize_t init_refs(Heap &heap, Set &set) {
     report(CGC_ERR_CORRUPTION,
            "collector: object %p of type '%s' has reference count %td, but more references "
            "to it were found (the last from %p of type '%s'): a tp_traverse visits a "
-           "reference it does not own, or a Py_INCREF is missing; the object is kept alive",
+           "reference it does not own (or one twice), or a Py_INCREF is missing; the object is "
+           "kept alive",
            static_cast<void *>(child), type_name_of(child), child->ob_refcnt,
            static_cast<void *>(from), type_name_of(from));
     meta.word = kPinnedRefs;
@@ -607,12 +611,15 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
         traverse(candidate, visit_find, &search);
         if (search.found) referrer = candidate;
     });
+    char from[160] = "no tracked object visits it now";
+    if (referrer)
+        std::snprintf(from, sizeof from, "one from %p of type '%s'", static_cast<void *>(referrer),
+                      type_name_of(referrer));
     report(CGC_ERR_CORRUPTION,
            "collector: object %p of type '%s' has reference count %td, but %u references to it "
-           "were found (one from %p of type '%s'): a tp_traverse visits a reference it does not "
-           "own, or a Py_INCREF is missing; the object is kept alive",
-           static_cast<void *>(op), type_name_of(op), op->ob_refcnt, meta.word,
-           static_cast<void *>(referrer), referrer ? type_name_of(referrer) : "?");
+           "were found (%s): a tp_traverse visits a reference it does not own (or one twice), or "
+           "a Py_INCREF is missing; the object is kept alive",
+           static_cast<void *>(op), type_name_of(op), op->ob_refcnt, meta.word, from);
 }
 
 // A full collection's candidate whose count is at or below zero, or below
@@ -662,15 +669,19 @@ Found find_unreachable_full(Heap &heap) {
         if (stack.failed) return;
         // Marked already (by an object behind the walk, which left its
         // traversal to the walk), or referenced from outside: traversed now.
+        cgc_ssize_t refcnt = op->ob_refcnt;
+        auto found_refs = static_cast<cgc_ssize_t>(meta.word);
         if (!(meta.flags & kReachable)) {
-            cgc_ssize_t refcnt = op->ob_refcnt;
-            auto found_refs = static_cast<cgc_ssize_t>(meta.word);
             if (refcnt == found_refs && refcnt > 0) {  // referenced from candidates only, so far
                 maybe_finalizers |= has_finalizer_slot(op);
                 return;
             }
             if (refcnt <= 0 || refcnt < found_refs) report_bad_count(heap, op, meta);  // kept alive
             mark(meta, stack);
+        } else if (refcnt < found_refs) [[unlikely]] {
+            // Marked ahead of the walk (by an object before it), with more
+            // references found than its count: reported all the same.
+            report_bad_count(heap, op, meta);
         }
         Page *page = page_of(op);
         stack.finger = walk_position(page, static_cast<uint32_t>(&meta - page->meta));
@@ -838,15 +849,49 @@ void save_as_garbage(Heap &heap, cgc_object *op) {
     }
 }
 
-// Step 4.
-void clear_garbage(Heap &heap, int older) {
+// An unreachable object whose count is 0 but which is still tracked and
+// allocated: its tp_dealloc ran (a clear dropped its last reference) and
+// neither untracked nor freed it. Clearing it or dropping a reference to it
+// would run that tp_dealloc again on a dead object: it is reported and left
+// alone, untracked (leaked: its type gave no way to free it).
+[[gnu::cold]] void forget_undead(Heap &heap, cgc_object *op) {
+    report(CGC_ERR_MISUSE,
+           "collector: object %p of type '%s' is still tracked after its tp_dealloc ran (reference "
+           "count %td): a tp_dealloc must untrack and free its object; not cleared nor deallocated "
+           "again, left untracked (leaked)",
+           static_cast<void *>(op), type_name_of(op), op->ob_refcnt);
+    remove_from_lists(heap, op, meta_of(op));
+}
+
+// Unreachable objects still there after every clear ran: a tp_clear put a
+// reference back, or no clear dropped one. Not collected (they moved to the
+// older generation): reported once per collection.
+void report_survivors(int older, cgc_ssize_t count, cgc_object *first, bool save_all) {
+    if (count == 0 || save_all) return;
+    report(CGC_ERR_MISUSE,
+           "collector: %td unreachable objects (the first %p, of type '%s') are still alive after "
+           "their cycle was cleared: a tp_clear put a reference back, or no tp_clear drops one; "
+           "not collected, kept in generation %d",
+           count, static_cast<void *>(first), type_name_of(first), older);
+}
+
+// Step 4. Returns how many of the unreachable objects were not freed: they
+// survived the clears, or their tp_dealloc left them (forget_undead). (One
+// that user code untracks meanwhile leaves the set as a freed one does, and
+// counts as collected: the two cannot be told apart.)
+cgc_ssize_t clear_garbage(Heap &heap, int older) {
     heap.phase = Phase::clearing;
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
+    cgc_ssize_t not_freed = 0;
     // (Entries may be emptied meanwhile, never added: nothing is swept.)
-    for (size_t i = 0, n = heap.unreachable.size(); i < n; ++i) {
-        cgc_object *op = heap.unreachable[i];
+    auto &unreachable = heap.unreachable;
+    for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
+        cgc_object *op = unreachable[i];
         if (!op) continue;
-        if (save_all) {
+        if (op->ob_refcnt <= 0) [[unlikely]] {
+            forget_undead(heap, op);
+            ++not_freed;
+        } else if (save_all) {
             save_as_garbage(heap, op);
         } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
             call_holding(op, "tp_clear", [&] {
@@ -854,12 +899,27 @@ void clear_garbage(Heap &heap, int older) {
                 if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
             });
         }
-        if (heap.unreachable[i] == op) {  // still here: it survived its clear
-            heap.unreachable[i] = nullptr;
-            leave_collection(heap, op, meta_of(op), older);
-        }
     }
-    heap.unreachable.clear();
+    // What is still here survived the clears (an object cleared early may
+    // have been freed by a later clear: counted only now).
+    cgc_ssize_t survivors = 0;
+    cgc_object *first = nullptr;
+    for (cgc_object *&op : unreachable) {
+        if (!op) continue;
+        if (op->ob_refcnt <= 0) [[unlikely]] {
+            forget_undead(heap, op);
+            ++not_freed;
+            continue;
+        }
+        cgc_object *survivor = op;
+        op = nullptr;
+        leave_collection(heap, survivor, meta_of(survivor), older);
+        if (!first) first = survivor;
+        ++survivors;
+    }
+    unreachable.clear();
+    report_survivors(older, survivors, first, save_all);
+    return not_freed + (save_all ? 0 : survivors);
 }
 
 void log_objects(Heap &heap, const std::vector<cgc_object *> &objects, const char *what) {
@@ -983,7 +1043,7 @@ Outcome run_collection(Heap &heap, int generation) {
     outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
                                              heap.unreachable.begin(), heap.unreachable.end(),
                                              [](cgc_object *op) { return op; }));
-    clear_garbage(heap, older);
+    outcome.collected -= clear_garbage(heap, older);  // (only what was freed counts)
     outcome.uncollectable = keep_uncollectable(heap, older);
     release_large_scratch(heap);
     return outcome;

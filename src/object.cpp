@@ -54,6 +54,15 @@ bool refuse_if_freed(const GcMeta &meta, const char *function, const void *memor
     return true;
 }
 
+// Refuses a GC object larger than a slot can be (reported: malloc may well
+// serve that size, so "out of memory" would mislead). `type` may be null.
+bool refuse_if_too_large(size_t size, const char *function, const cgc_type *type) {
+    if (size <= kMaxObjectSize) [[likely]] return false;
+    report(CGC_ERR_MEMORY, "%s: %zu bytes for an object of type '%s' is larger than the 4 GiB a GC "
+           "object may have", function, size, type ? type_name(type) : "(raw memory)");
+    return true;
+}
+
 }  // namespace
 
 cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
@@ -69,6 +78,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     bool gc = (type->tp_flags & CGC_TPFLAGS_HAVE_GC) != 0;
     cgc_object *op;
     if (gc) {
+        if (refuse_if_too_large(static_cast<size_t>(size), function, type)) return nullptr;
         // Counting (and maybe collecting) before the allocation: the new
         // object never takes part in the collection it triggers.
         Heap &heap = current_heap();
@@ -277,6 +287,7 @@ void run_deferred_deallocs(Heap &heap) {
         report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
         return nullptr;
     }
+    if (refuse_if_too_large(size, "cgc_gc_raw_alloc", nullptr)) return nullptr;
     void *memory = heap.space.allocate(heap, size);
     if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
     return memory;
@@ -390,9 +401,8 @@ struct GcPointer {
 
 GcPointer resolve_gc_pointer(void *memory) {
     if (!memory) return {};
-    // In the arena; or in a page outside it (no arena, or a full one), which
-    // the arena remembers: a plain malloc block never lies inside one.
-    if (!g_arena->contains(memory) && !g_arena->is_outside_page(page_of(memory))) return {};
+    // A plain malloc block never lies in the arena's reservations.
+    if (!g_arena->contains(memory)) return {};
     Page *page = page_of(memory);
     auto *meta = static_cast<GcMeta *>(memory);
     if (meta >= page->meta && meta < page->meta + page->slot_count)
@@ -606,6 +616,7 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
         op->ob_size = nitems;
         return op;
     }
+    if (refuse_if_too_large(static_cast<size_t>(size), function, type)) return nullptr;
     Heap &heap = heap_of(&op->ob_base);
     auto *moved = static_cast<cgc_var_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
     if (!moved) {
@@ -638,7 +649,10 @@ void cgc_gc_del(void *memory) {
 
 void cgc_gc_track(void *memory) {
     auto *op = static_cast<cgc_object *>(memory);
-    if (op && (op->ob_type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !op->ob_type->tp_is_gc) {
+    // (An object outside the first reservation takes the slow path, which
+    // refuses one that no GC page holds before reading its GcMeta.)
+    if (g_arena->in_first_reservation(op) && (op->ob_type->tp_flags & CGC_TPFLAGS_HAVE_GC) &&
+        !op->ob_type->tp_is_gc) {
         Page *page = page_of(op);
         if (track_fast(page, page->meta[page->index_of(op)], op)) return;
     }
@@ -659,6 +673,12 @@ namespace cyclegc::internal {
     if (!has_gc_head(op)) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is not a GC object (its type lacks "
                "Py_TPFLAGS_HAVE_GC); it cannot be tracked", function, memory, type_name_of(op));
+        return;
+    }
+    if (!g_arena->contains(op)) {
+        report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is not an object of this heap (cyclegc did "
+               "not allocate it: a GC object comes from PyObject_GC_New); it cannot be tracked",
+               function, memory, type_name_of(op));
         return;
     }
     GcMeta &meta = meta_of(op);

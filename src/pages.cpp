@@ -20,16 +20,6 @@ constexpr size_t kSmallClasses = 512 / kGranule;  // 32
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-// Before a page goes back to the arena: its free slots may be poisoned
-// (poison.hpp). The arena keeps its pages, and new_page() unpoisons one
-// before reuse; pages outside it go to free(): unpoisoned first.
-// (A no-op when nothing is poisoned; the check is inside, not at the callers,
-// so that the function is used in every build.)
-void unpoison_before_release(void *region, size_t bytes) {
-    if constexpr (kPoisonSlots)
-        if (!Arena::instance().contains(region)) unpoison_slot(region, bytes);
-}
-
 }  // namespace
 
 int PageSpace::class_of(size_t size) {
@@ -46,8 +36,7 @@ size_t PageSpace::class_size(int size_class) {
 
 PageSpace::~PageSpace() {
     for (Page *page : pages_) {
-        unpoison_before_release(page, page->region_size);
-        Arena::instance().release(page, page->region_size);
+        Arena::instance().release(page, page->region_size);  // (new_page unpoisons it before reuse)
     }
 }
 
@@ -76,7 +65,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
         return nullptr;
     }
     // Fresh arena memory is zero, and so is memory given back with
-    // MADV_DONTNEED; a kept page and the fallback's memory need clearing.
+    // MADV_DONTNEED; a kept page needs clearing.
     if (dirty) std::memset(memory, 0, region_size);
     auto *page = static_cast<Page *>(memory);
     page->heap = &heap;
@@ -103,8 +92,7 @@ void PageSpace::free_page(Page *page) {
     last->index_in_heap = page->index_in_heap;
     pages_.pop_back();
     page_bytes_ -= page->region_size;
-    unpoison_before_release(page, page->region_size);
-    Arena::instance().release(page, page->region_size);
+    Arena::instance().release(page, page->region_size);  // (new_page unpoisons it before reuse)
 }
 
 void PageSpace::link_partial(Page *page) {

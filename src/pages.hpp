@@ -94,6 +94,8 @@ inline bool is_plain_allocated(const GcMeta &meta) { return allocated_without(me
 
 constexpr size_t kPageSize = size_t(64) << 10;
 constexpr size_t kGranule = 16;
+// The largest GC object: Page::slot_size is 32 bits (4 GiB less a granule).
+constexpr size_t kMaxObjectSize = size_t(UINT32_MAX) / kGranule * kGranule;
 
 struct Page {
     // What meta_of() reads first, in the page's first cache line.

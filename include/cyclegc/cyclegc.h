@@ -315,7 +315,10 @@ CGC_API void cgc_object_del(void *op);
  * (CGC_TPFLAGS_HAVE_GC); the object is untracked: track it with
  * cgc_gc_track once its fields are set. Returns NULL on error, as
  * cgc_object_new, and CGC_ERR_MISUSE for a type without CGC_TPFLAGS_HAVE_GC.
- * May run an automatic collection first. */
+ * May run an automatic collection first. A GC object (and cgc_gc_raw_alloc's
+ * memory) has at most 4 GiB less 16 bytes: a larger one is refused (NULL,
+ * CGC_ERR_MEMORY, "larger than the 4 GiB a GC object may have") even where
+ * malloc would serve it. */
 CGC_API cgc_object *cgc_gc_new(cgc_type *type);
 CGC_API cgc_object *cgc_gc_new_var(cgc_type *type, cgc_ssize_t nitems);
 /* PyObject_GC_Resize: gives an untracked variable-size GC object room for

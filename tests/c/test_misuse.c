@@ -350,6 +350,57 @@ static void test_second_free(void) {
     CHECK(PyObject_GC_Resize(Vec, v, 1000) == NULL);
     CHECK_EQ_INT(n_captured, 2);
     CHECK_CONTAINS(captured, "PyObject_GC_Resize");
+    /* A large object (a page of its own, given back when freed) too, with or
+     * without the arena (CYCLEGC_NO_ARENA: it crashed). */
+    reset_capture();
+    Vec *large = PyObject_GC_NewVar(Vec, &VecType, 20000);
+    REQUIRE(large != NULL);
+    PyObject_GC_Del(large);
+    PyObject_GC_Del(large);
+    CHECK_EQ_INT(n_captured, 1);
+    CHECK_CONTAINS(captured, "PyObject_GC_Del");
+    CHECK_CONTAINS(captured, "freed already");
+    check_heap_still_counts();
+}
+
+/* An object cyclegc never allocated (on the stack, from malloc) cannot be
+ * tracked: its memory has no collector metadata, which must not be read. */
+static void test_track_foreign_object(void) {
+    Node on_stack;
+    memset(&on_stack, 0, sizeof on_stack);
+    Py_SET_REFCNT((PyObject *)&on_stack, 1);
+    Py_SET_TYPE((PyObject *)&on_stack, &NodeType);
+    Node *from_malloc = (Node *)calloc(1, sizeof(Node));
+    REQUIRE(from_malloc != NULL);
+    Py_SET_REFCNT((PyObject *)from_malloc, 1);
+    Py_SET_TYPE((PyObject *)from_malloc, &NodeType);
+    Node *foreign[] = {&on_stack, from_malloc};
+    for (int i = 0; i < 2; ++i) {
+        reset_capture();
+        PyObject_GC_Track(foreign[i]);
+        CHECK_EQ_INT(n_captured, 1);
+        CHECK_CONTAINS(captured, "PyObject_GC_Track");
+        CHECK_CONTAINS(captured, "misuse.Node");
+        CHECK_CONTAINS(captured, "not an object of this heap");
+        CHECK(strstr(captured, "freed") == NULL);
+        CHECK_EQ_INT(last_kind, CGC_ERR_MISUSE);
+    }
+    free(from_malloc);
+    check_heap_still_counts();
+}
+
+/* GC objects are capped at 4 GiB (a slot's size is 32 bits): a larger one is
+ * refused as such, not as "out of memory" (malloc may serve that size). */
+static void test_size_cap(void) {
+    reset_capture();
+    Py_ssize_t items = (Py_ssize_t)(((size_t)5 << 30) / sizeof(PyObject *));
+    Vec *v = PyObject_GC_NewVar(Vec, &VecType, items);
+    CHECK(v == NULL);
+    CHECK_EQ_INT(n_captured, 1);
+    CHECK_CONTAINS(captured, "PyObject_GC_NewVar");
+    CHECK_CONTAINS(captured, "misuse.Vec");
+    CHECK_CONTAINS(captured, "larger than the 4 GiB a GC object may have");
+    CHECK_EQ_INT(last_kind, CGC_ERR_MEMORY);
     check_heap_still_counts();
 }
 
@@ -375,6 +426,8 @@ int main(void) {
     RUN(test_tracked_with_zero_refcount);
     RUN(test_track_from_traverse);
     RUN(test_second_free);
+    RUN(test_track_foreign_object);
+    RUN(test_size_cap);
     RUN(test_default_hook_restored);
     cgc_set_error_hook(NULL, NULL);
     CHECK_EQ_INT(bad, 0);

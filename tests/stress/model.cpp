@@ -677,13 +677,18 @@ Prediction Model::collect(int generation) {
             clear_object(id);
             decref(id);
         }
-        Node &again = node(id);
-        if (again.alive && again.in_set) {
-            again.in_set = false;
-            again.gen = older;
-            ++events.survived_clear;
-        }
     }
+    // What is still alive once every clear ran survived: not collected (an
+    // object cleared early may be freed by a later clear).
+    for (uint64_t id : remaining) {
+        Node &n = node(id);
+        if (!n.alive || !n.in_set) continue;
+        n.in_set = false;
+        n.gen = older;
+        ++events.survived_clear;
+        if (!save_all) ++p.survived_clear;
+    }
+    p.collected -= p.survived_clear;
     for (uint64_t id : remaining)
         if (!node(id).alive) ++events.freed_by_collector;
 

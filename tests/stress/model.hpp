@@ -130,6 +130,7 @@ struct Prediction {
     int64_t collected = 0;
     int64_t uncollectable = 0;
     int64_t candidates = 0;
+    int64_t survived_clear = 0;  // still alive once their cycle was cleared: reported, not collected
 };
 
 struct GenStats {

@@ -9,6 +9,8 @@
 // | tp_dealloc calls collect during a collection           | 0                                                      |
 // | tp_dealloc frees another object of the unreachable set | the collector skips it; no use-after-free              |
 // | tp_dealloc never untracks                              | cgc_gc_del untracks: no stale entry anywhere           |
+// | tp_dealloc neither untracks nor frees (in a cycle)     | CGC_ERR_MISUSE naming the type; never cleared or       |
+// |                                                       | deallocated again; untracked, not counted as collected |
 // | tp_dealloc resurrects (stores itself)                  | the object lives on, tracked                           |
 // | tp_clear drops its own object once too often           | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
 // | tp_clear drops another reference once too often        | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
@@ -18,6 +20,8 @@
 // | a Py_DECREF too many of an object whose deallocation   | CGC_ERR_CORRUPTION naming the type; undone, freed once |
 // |   waits                                                |                                                        |
 #include "hostile_types.hpp"
+
+#include <algorithm>
 
 using namespace cgc_hostile;
 
@@ -54,6 +58,56 @@ HObj *self_cycle(cgc_type *type, int id) {
     set(o, 0, o);
     cgc_decref(ob(o));
     return o;
+}
+
+// tp_dealloc that drops its references and stops there: the object stays
+// allocated and tracked, at count 0.
+std::vector<int> g_deallocated;  // ids, in order
+void leaves_it_dealloc(cgc_object *self) {
+    HObj *o = as_h(self);
+    g_deallocated.push_back(o->id);
+    drop_slots(o);
+}
+cgc_type leaves_it_type = [] {
+    cgc_type t = make_type("hostile.DeallocLeavesIt");
+    t.tp_dealloc = leaves_it_dealloc;
+    return t;
+}();
+
+// In a collected cycle, clearing one member deallocates the other, whose
+// tp_dealloc leaves it in the collection: it must get neither its tp_clear
+// (on a dead object) nor a second tp_dealloc, and is reported.
+TEST_F(HostileDealloc, DeallocThatNeitherUntracksNorFreesIsReportedAndNeverRunAgain) {
+    g_deallocated.clear();
+    static int dead_clears = 0;
+    dead_clears = 0;
+    hooks.clear = [](HObj *o) {
+        if (std::count(g_deallocated.begin(), g_deallocated.end(), o->id)) ++dead_clears;
+        drop_slots(o);
+        return 0;
+    };
+    auto [a, b] = garbage_pair(&leaves_it_type, 1, &leaves_it_type, 2);
+    EXPECT_EQ(cgc_collect(2), 0) << "neither was freed";
+    EXPECT_EQ(dead_clears, 0) << "tp_clear ran on an object after its tp_dealloc";
+    std::vector<int> sorted = g_deallocated;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<int>{1, 2})) << "each tp_dealloc exactly once";
+    std::vector<cgc_test::ReportedError> errors = take_errors();
+    ASSERT_EQ(errors.size(), 2u);
+    for (const cgc_test::ReportedError &error : errors) {
+        EXPECT_EQ(error.kind, CGC_ERR_MISUSE);
+        EXPECT_CONTAINS(error.message, "hostile.DeallocLeavesIt");
+        EXPECT_CONTAINS(error.message, "after its tp_dealloc ran");
+    }
+    EXPECT_FALSE(cgc_gc_is_tracked(ob(a)) || cgc_gc_is_tracked(ob(b)));
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(g_deallocated.size(), 2u);
+    hooks.clear = nullptr;
+    for (HObj *o : {a, b}) {  // what the type should have done
+        hooks.live.erase(o->id);
+        o->canary = kFreed;
+        cgc_gc_del(ob(o));
+    }
 }
 
 TEST_F(HostileDealloc, CollectingBeforeUntrackingIsReportedAndTheDyingObjectIsKept) {

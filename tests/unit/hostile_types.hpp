@@ -22,6 +22,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cgc_hostile {
@@ -153,6 +154,17 @@ inline void set(HObj *o, int i, HObj *target) {
 }
 
 inline bool alive(int id) { return hooks.live.count(id) != 0; }
+
+// A <-> B, returned with the caller's references dropped (borrowed pointers).
+inline std::pair<HObj *, HObj *> garbage_pair(cgc_type *ta, int ida, cgc_type *tb, int idb) {
+    HObj *a = make(ta, ida);
+    HObj *b = make(tb, idb);
+    set(a, 0, b);
+    set(b, 0, a);
+    cgc_decref(ob(a));
+    cgc_decref(ob(b));
+    return {a, b};
+}
 
 // In the child of EXPECT_SURVIVES: print the failures recorded so far (the
 // child never reaches gtest's own reporting) where the parent shows them.

@@ -55,7 +55,6 @@ TEST(PagesTest, AllocationsAreZeroedAlignedAndDistinct) {
 // still holds its old bytes): handed out again, for another size class, it
 // must read as zero, header, metadata and slots.
 TEST(PagesTest, KeptPagesComeBackZeroed) {
-    if (!Arena::instance().reserved()) GTEST_SKIP() << "no arena (CYCLEGC_NO_ARENA): pages come from malloc";
     cgc_release_free_memory();
     std::set<void *> emptied;
     {
@@ -83,8 +82,9 @@ TEST(PagesTest, KeptPagesComeBackZeroed) {
     for (unsigned char *p : slots) heap.space.release(p);
 }
 
+// In every mode (`unit.no_arena` too, where the memory of freed pages once
+// stayed with malloc and this returned 0).
 TEST(PagesTest, KeptPagesAreGivenBackOnRequest) {
-    if (!Arena::instance().reserved()) GTEST_SKIP() << "no arena (CYCLEGC_NO_ARENA): nothing is kept";
     cgc_release_free_memory();
     {
         Heap heap;
@@ -120,33 +120,52 @@ TEST(PagesTest, MetaIsFoundFromAnInteriorObjectStart) {
     heap.space.release(slot);
 }
 
-// Under an address-space limit (ulimit -v) the arena takes at most a
-// quarter of it, leaving the rest to the program. `unit.ulimit` runs this
-// with a 2 GiB limit (where 1 GiB, the smallest reservation, is too much).
-TEST(PagesTest, ArenaTakesAtMostAQuarterOfAnAddressSpaceLimit) {
+// Under an address-space limit (ulimit -v) the arena starts with at most a
+// quarter of it, leaving the rest to the program, and reserves more as it
+// fills. `unit.ulimit` runs this with a 2 GB limit (where the arena once
+// reserved nothing, its smallest reservation, 1 GiB, being too much).
+TEST(PagesTest, ArenaUnderAnAddressSpaceLimitStartsWithAQuarterAndGrows) {
     rlimit limit{};
     if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
         GTEST_SKIP() << "no address-space limit (unit.ulimit sets one)";
     if (std::getenv("CYCLEGC_ARENA_BYTES")) GTEST_SKIP() << "CYCLEGC_ARENA_BYTES sets the size";
-    EXPECT_LE(Arena::instance().size(), limit.rlim_cur / 4);
-    Heap heap;  // pages still come (from posix_memalign if there is no arena)
-    void *p = heap.space.allocate(heap, 64);
-    EXPECT_NE(p, nullptr);
-    heap.space.release(p);
+    const Arena &arena = Arena::instance();
+    EXPECT_LE(arena.size(), limit.rlim_cur / 4);
+    if (!std::getenv("CYCLEGC_NO_ARENA")) {
+        EXPECT_GE(arena.size(), limit.rlim_cur / 8) << "as large as allowed";
+    }
+    // Regions of 64 MiB (only their headers touched) until one lies beyond
+    // the first reservation.
+    Heap heap;
+    std::vector<void *> regions;
+    bool beyond = false;
+    while (!beyond && regions.size() < 64) {
+        void *p = heap.space.allocate(heap, size_t(64) << 20);
+        ASSERT_NE(p, nullptr) << regions.size() << " regions of 64 MiB";
+        regions.push_back(p);
+        EXPECT_TRUE(arena.contains(p));
+        beyond = !arena.in_first_reservation(p);
+    }
+    EXPECT_TRUE(beyond);
+    EXPECT_FALSE(arena.holds_every_page());
+    for (void *p : regions) heap.space.release(p);
 }
 
 TEST(PagesTest, ArenaContainsItsPagesOnly) {
     Heap heap;
     void *p = heap.space.allocate(heap, 32);
-    if (Arena::instance().reserved()) {
-        EXPECT_TRUE(Arena::instance().contains(p));
-    }
+    void *large = heap.space.allocate(heap, 200000);
+    EXPECT_TRUE(Arena::instance().contains(p));
+    EXPECT_TRUE(Arena::instance().contains(large));
     int local = 0;
     EXPECT_FALSE(Arena::instance().contains(&local));
     void *malloced = std::malloc(16);
     EXPECT_FALSE(Arena::instance().contains(malloced));
+    EXPECT_FALSE(Arena::instance().contains(nullptr));
+    EXPECT_FALSE(Arena::instance().contains(reinterpret_cast<void *>(uintptr_t(1))));
     std::free(malloced);
     heap.space.release(p);
+    heap.space.release(large);
 }
 
 // take_slot leaves a page that fills up in its class list (no call on the
