@@ -1095,11 +1095,15 @@ cgc_ssize_t collect_automatic(Heap &heap) {
     if (heap.collecting()) return 0;
     for (int g = CGC_NUM_GENERATIONS - 1; g >= 0; --g) {
         Generation &generation = heap.generations[g];
-        if (generation.count <= generation.threshold) continue;
+        if (g == 0 ? generation.count <= generation.threshold : !generation_due(heap, g)) continue;
         // Full collections wait until enough new long-lived objects exist.
         if (g == CGC_NUM_GENERATIONS - 1 && heap.long_lived_pending < heap.long_lived_total / 4)
             continue;
-        return collect(heap, g);
+        cgc_generation_stats before = generation.stats;
+        cgc_ssize_t found = collect(heap, g);
+        adapt_schedule(heap, g, generation.stats.examined - before.examined,
+                       generation.stats.collected - before.collected);
+        return found;
     }
     return 0;
 }

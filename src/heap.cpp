@@ -251,7 +251,11 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
                generation, threshold);
         return;
     }
-    current_heap().set_threshold(generation, threshold);
+    Heap &heap = current_heap();
+    // The user's thresholds are honoured exactly, as CPython's.
+    heap.adaptive = false;
+    heap.shift[0] = heap.shift[1] = 0;
+    heap.set_threshold(generation, threshold);
 }
 
 cgc_ssize_t cgc_get_threshold(int generation) {

@@ -129,8 +129,13 @@ struct Heap {
     }
     void apply_young_threshold() {
         bool automatic = enabled && requested_young_threshold > 0;
-        generations[0].threshold = automatic ? requested_young_threshold : PTRDIFF_MAX;
+        generations[0].threshold = automatic ? requested_young_threshold << shift[0] : PTRDIFF_MAX;
     }
+    // The adaptive schedule (schedule.cpp), on until the user sets a
+    // threshold: generation g's effective threshold (g = 0, 1) is the
+    // requested one times 2^shift[g], raised after its collections find little.
+    bool adaptive = true;
+    int shift[2] = {0, 0};
     Phase phase = Phase::idle;
     // A tp_traverse reported an exception (cgc_report_unraisable) during the
     // running analysis: it may have been cut short, so nothing is freed.
@@ -472,6 +477,11 @@ void validate_heap(Heap &heap, const char *when);
 // Collector entry points (collector.cpp).
 cgc_ssize_t collect(Heap &heap, int generation);
 cgc_ssize_t collect_automatic(Heap &heap);
+// The adaptive schedule's decision after an automatic collection of
+// `generation` that examined `examined` objects and freed `collected`.
+void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected);
+// Whether generation g (> 0) is due: its count is over its effective threshold.
+bool generation_due(const Heap &heap, int g);
 // Called when a GC object is allocated: counts it, may collect.
 void note_gc_allocation(Heap &heap);
 

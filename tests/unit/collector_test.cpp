@@ -447,6 +447,58 @@ TEST_F(CollectorTest, FreezingPromotedObjectsTakesThemOutOfTheLongLivedCount) {
     for (Node *node : live) cgc_decref(obj(node));
 }
 
+// ---- Scheduling: the adaptive default schedule --------------------------------
+
+uint64_t automatic_collections() { return stats_of(0).collections + stats_of(1).collections + stats_of(2).collections; }
+
+// Young collections that find nothing raise generation 0's effective
+// threshold; get_threshold() still reports the requested one.
+TEST_F(CollectorTest, DefaultScheduleRunsFewerYoungCollectionsThatFindNothing) {
+    cgc_enable();
+    std::vector<Node *> live;
+    for (int i = 0; i < 100'000; ++i) live.push_back(new_node());
+    // CPython's schedule: one collection every 701 allocations, 142 of them.
+    EXPECT_LT(automatic_collections(), 40u);
+    EXPECT_EQ(stats_of(0).collected + stats_of(1).collected, 0u);
+    EXPECT_EQ(cgc_get_threshold(0), 700);
+    EXPECT_EQ(cgc_get_threshold(1), 10);
+    cgc_disable();
+    for (Node *node : live) cgc_decref(obj(node));
+}
+
+// An explicit threshold is honoured exactly, even set to the default value.
+TEST_F(CollectorTest, ExplicitThresholdTurnsTheAdaptiveScheduleOff) {
+    cgc_set_threshold(0, 700);
+    cgc_enable();
+    std::vector<Node *> live;
+    for (int i = 0; i < 70'100; ++i) live.push_back(new_node());
+    EXPECT_EQ(automatic_collections(), 100u);  // one every 701 allocations
+    EXPECT_EQ(stats_of(1).collections, 8u);    // after each 11 of generation 0
+    cgc_disable();
+    for (Node *node : live) cgc_decref(obj(node));
+}
+
+// Once young collections find garbage again, the threshold comes back
+// down: short-lived cycles do not pile up by the tens of thousands.
+TEST_F(CollectorTest, DefaultScheduleComesBackDownWhenCollectionsFindGarbage) {
+    cgc_enable();
+    std::vector<Node *> live;
+    for (int i = 0; i < 100'000; ++i) live.push_back(new_node());  // raises the threshold
+    size_t most_waiting = 0;
+    for (int i = 0; i < 100'000; ++i) {
+        Node *a = new_node();
+        Node *b = new_node();
+        link_next(a, b);
+        link_next(b, a);
+        cgc_decref(obj(a));
+        cgc_decref(obj(b));
+        if (i >= 50'000) most_waiting = std::max(most_waiting, size_t(2 * (i + 1)) - size_t(counters.deallocated));
+    }
+    EXPECT_LE(most_waiting, 2'000u) << "garbage cycles waiting for a collection once it finds them";
+    cgc_disable();
+    for (Node *node : live) cgc_decref(obj(node));
+}
+
 // gc.disable() stops automatic collections, not the count (CPython's
 // get_count() keeps growing past the threshold); enabling them again makes
 // the next allocation collect. The count is kept on the allocation fast
