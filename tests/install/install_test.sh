@@ -117,7 +117,7 @@ pkgconfig_consumers() {
     local cflags libs static_libs libdir
     cflags=$(pkg-config --cflags cyclegc) || fail "pkg-config --cflags cyclegc"
     libs=$(pkg-config --libs cyclegc) || fail "pkg-config --libs cyclegc"
-    static_libs=$(pkg-config --static --libs cyclegc) || fail "pkg-config --static --libs cyclegc"
+    static_libs=$(pkg-config --variable=static_libs cyclegc) || fail "pkg-config --variable=static_libs cyclegc"
     libdir=$(pkg-config --variable=libdir cyclegc) || fail "pkg-config --variable=libdir cyclegc"
     printf 'cflags: %s\nlibs: %s\nstatic libs: %s\nlibdir: %s\n' "$cflags" "$libs" "$static_libs" "$libdir"
     [ -e "$libdir/libcyclegc.so" ] || fail "pkg-config's libdir ($libdir) has no libcyclegc.so"
@@ -129,10 +129,10 @@ pkgconfig_consumers() {
     readelf -d "$work/c_shared" | grep -q 'NEEDED.*libcyclegc\.so' || fail "the C consumer does not use libcyclegc.so"
     run "$work/c_shared" || fail "the C consumer (shared) failed"
 
-    step "C, static library: \$libdir/libcyclegc.a \$(pkg-config --static --libs cyclegc)"
+    step "C, static library: \$(pkg-config --variable=static_libs cyclegc)"
     # shellcheck disable=SC2086
     run "$cc" -std=c11 -Wall -Wextra -Werror -Wpedantic -o "$work/c_static" "$here/consumer.c" \
-        $cflags "$libdir/libcyclegc.a" $static_libs || fail "linking the C consumer with libcyclegc.a"
+        $cflags $static_libs || fail "linking the C consumer with libcyclegc.a"
     if readelf -d "$work/c_static" | grep -q 'NEEDED.*libcyclegc'; then
         fail "the static consumer still depends on the shared library"
     fi
