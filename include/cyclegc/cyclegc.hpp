@@ -23,5 +23,7 @@
 #include "detail/make.hpp"
 #include "detail/weak.hpp"
 #include "detail/gc.hpp"
+#include "detail/heap.hpp"
+#include "detail/function.hpp"
 
 #endif  // CYCLEGC_HPP
