@@ -69,6 +69,9 @@ static_assert(std::is_standard_layout_v<object>);
 namespace detail {
 
 template <class T>
+inline constexpr bool always_false = false;
+
+template <class T>
 concept cxx_object = std::is_base_of_v<object, std::remove_cv_t<T>>;
 
 template <class T>

@@ -147,7 +147,8 @@ class tracer {
         static_assert(detail::traceable_v<M>,
                       "cyclegc::tracer: this member cannot be traced. Trace refs, weaks, standard "
                       "containers/optional/variant/pair/tuple/unique_ptr holding them, or types "
-                      "with a `void trace(cyclegc::tracer&)` member; leave plain values out.");
+                      "with a `void trace(cyclegc::tracer&)` member (a struct that holds refs needs "
+                      "one, naming them); leave plain values out.");
         trace_traits<std::remove_cv_t<M>>::trace(*this, member);
     }
 

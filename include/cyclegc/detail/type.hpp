@@ -144,7 +144,7 @@ struct cxx_type {
         // Every C++ object has a collector header (in cyclegc::object), so
         // every C++ type is a GC type (weak references work on leaves too);
         // only types with references (a trace member) are ever tracked.
-        type.tp_flags = CGC_TPFLAGS_HAVE_GC;
+        type.tp_flags = CGC_TPFLAGS_HAVE_GC | CGC_TPFLAGS_CXX;  // (errors worded for C++)
         type.tp_dealloc = dealloc;
         // A trace or finalize the collector cannot call would leave the
         // type untracked (its cycles leaked) or unfinalized, silently.
