@@ -1,6 +1,6 @@
 // cyclegc::ref<T>: a strong, intrusive, one-pointer-wide reference.
-#ifndef CYCLEGC_DETAIL_REF_HPP
-#define CYCLEGC_DETAIL_REF_HPP
+#ifndef CYCLEGC_REF_HPP
+#define CYCLEGC_REF_HPP
 
 #include "object.hpp"
 

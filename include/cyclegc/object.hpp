@@ -1,6 +1,6 @@
 // cyclegc::object: the base of every C++ object the collector manages.
-#ifndef CYCLEGC_DETAIL_OBJECT_HPP
-#define CYCLEGC_DETAIL_OBJECT_HPP
+#ifndef CYCLEGC_OBJECT_HPP
+#define CYCLEGC_OBJECT_HPP
 
 #include <cyclegc/cyclegc.h>
 

@@ -1,8 +1,8 @@
 // cyclegc::tracer: what a type's `trace` member hands its references to.
 // One `trace` serves as both tp_traverse (visit every reference) and
 // tp_clear (reset every reference, which breaks a cycle).
-#ifndef CYCLEGC_DETAIL_TRACER_HPP
-#define CYCLEGC_DETAIL_TRACER_HPP
+#ifndef CYCLEGC_TRACER_HPP
+#define CYCLEGC_TRACER_HPP
 
 #include "ref.hpp"
 

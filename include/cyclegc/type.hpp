@@ -1,8 +1,8 @@
 // The type object cyclegc makes for each C++ type T, so that the C API and
 // the collector see C++ objects like any other: tp_traverse and tp_clear
 // call T::trace, tp_finalize calls T::finalize, tp_dealloc runs ~T.
-#ifndef CYCLEGC_DETAIL_TYPE_HPP
-#define CYCLEGC_DETAIL_TYPE_HPP
+#ifndef CYCLEGC_TYPE_HPP
+#define CYCLEGC_TYPE_HPP
 
 #include "tracer.hpp"
 
