@@ -4,6 +4,7 @@
 #ifndef CYCLEGC_TYPE_HPP
 #define CYCLEGC_TYPE_HPP
 
+#include "detail/aggregate_probe.hpp"
 #include "tracer.hpp"
 
 #include <atomic>
@@ -156,6 +157,11 @@ struct cxx_type {
                       "cyclegc: T has a `finalize` member the collector cannot call: make it "
                       "`public: void finalize()`, or keep it private and declare "
                       "`friend class cyclegc::access;` in T");
+        if constexpr (!traced<T>)
+            static_assert(!aggregate_holds_traceable<T>(),
+                          "cyclegc: T holds a ref (or a weak, a container of them, a struct with a trace "
+                          "member) but has no trace member, so T would never be tracked and its cycles "
+                          "would leak: add `void trace(cyclegc::tracer &t) { t(...); }` naming them");
         if constexpr (traced<T>) {
             static_assert(!access::const_traceable<T>,
                           "cyclegc: T::trace must not be const: the same member clears the "

@@ -224,6 +224,7 @@ struct ThrowsInMemberInit : cyclegc::object {
     Member member;
     ref<Other> other = make<Other>();
     int never = (throw std::logic_error("member initializer failed"), 0);
+    void trace(tracer &t) { t(other); }
 };
 
 TEST_F(CppMake, MemberInitializerExceptionLeaksNothing) {
