@@ -126,6 +126,7 @@ void log_line(Heap &heap, const char *format, ...) {
     va_start(args, format);
     std::vsnprintf(buffer, sizeof buffer, format, args);
     va_end(args);
+    t_names_cxx_type = false;  // (the type names of a log line are not a report's)
     (heap.log_sink ? heap.log_sink : log_to_stderr)(buffer, heap.log_context);
 }
 

@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include <unistd.h>
 
@@ -136,6 +139,39 @@ void invariant_failed(const char *what, const char *file, int line) {
     std::abort();
 }
 
+constinit thread_local bool t_names_cxx_type __attribute__((tls_model("initial-exec"))) = false;
+
+namespace {
+
+// The C API's words, and what a user of the C++ API wrote instead (the
+// longer phrases first: they are replaced before their parts).
+constexpr std::pair<std::string_view, std::string_view> kCxxTerms[] = {
+    {"a tp_traverse visits a reference it does not own, or a Py_INCREF is missing",
+     "a trace() names a reference it does not own, or names one twice"},
+    {"its tp_dealloc did not untrack it, or a Py_DECREF is too many",
+     "a reference to it was dropped once too often (ref<T>::adopt of a pointer the caller did not own?)"},
+    {"a Py_DECREF without a matching Py_INCREF",
+     "a reference dropped that was never taken (ref<T>::adopt of a pointer the caller did not own?)"},
+    {"a Py_DECREF too many", "a reference dropped once too often"},
+    {"Py_DECREF: ", "cyclegc::ref: "},
+    {"tp_clear or finalizer", "finalize() or trace() (clearing)"},
+    {"finalizer or tp_clear", "finalize() or trace() (clearing)"},
+    {"its own finalizer", "its own finalize()"},
+    {"tp_traverse", "trace()"},
+    {"tp_clear", "trace() (clearing)"},
+};
+
+// Rewrites a message about a C++ object in the C++ API's terms.
+void word_for_cxx(char *buffer, size_t size) {
+    std::string text = buffer;
+    for (auto [c_term, cxx_term] : kCxxTerms)
+        for (size_t at = text.find(c_term); at != std::string::npos; at = text.find(c_term, at + cxx_term.size()))
+            text.replace(at, c_term.size(), cxx_term);
+    std::snprintf(buffer, size, "%s", text.c_str());
+}
+
+}  // namespace
+
 void report(cgc_error_kind kind, const char *format, ...) {
     Heap &heap = current_heap();
     char buffer[1024];
@@ -143,6 +179,13 @@ void report(cgc_error_kind kind, const char *format, ...) {
     va_start(args, format);
     std::vsnprintf(buffer, sizeof buffer, format, args);
     va_end(args);
+    if (t_names_cxx_type) {
+        t_names_cxx_type = false;
+        try {
+            word_for_cxx(buffer, sizeof buffer);
+        } catch (...) {
+        }
+    }
     heap.error_kind = kind;
     heap.error_message = buffer;
     if (kind >= 0 && kind <= CGC_ERR_UNRAISABLE) heap.error_counts[kind]++;

@@ -260,7 +260,13 @@ void report(cgc_error_kind kind, const char *format, ...) __attribute__((format(
 inline const char *type_name(const cgc_type *type) {
     return type && type->tp_name ? type->tp_name : "<unnamed type>";
 }
-inline const char *type_name_of(const cgc_object *op) { return type_name(op->ob_type); }
+// Set when a message names a C++ type (CGC_TPFLAGS_CXX): report() then
+// words it for the C++ API, and resets it.
+extern constinit thread_local bool t_names_cxx_type;
+inline const char *type_name_of(const cgc_object *op) {
+    if (op->ob_type && (op->ob_type->tp_flags & CGC_TPFLAGS_CXX)) t_names_cxx_type = true;
+    return type_name(op->ob_type);
+}
 
 // The object has a collector header: a GC type whose tp_is_gc (if any) agrees.
 inline bool has_gc_head(cgc_object *op) {

@@ -146,6 +146,9 @@ typedef cgc_object *(*cgc_vectorcallfunc)(cgc_object *callable, cgc_object *cons
 #define CGC_TPFLAGS_READY (1UL << 12)
 #define CGC_TPFLAGS_READYING (1UL << 13)
 #define CGC_TPFLAGS_HAVE_GC (1UL << 14)
+/* Set on the type objects of the C++ API (cyclegc.hpp): errors about their
+ * objects name the C++ API (ref, trace(), finalize()), not the C one. */
+#define CGC_TPFLAGS_CXX (1UL << 24)
 #define CGC_TPFLAGS_DEFAULT 0UL
 
 /* A type object. The field names and their order are CPython's, so that

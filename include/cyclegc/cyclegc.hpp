@@ -11,6 +11,12 @@
 //
 // Objects live on the same heap as the C API's, so C and C++ objects can
 // refer to each other and are collected together.
+//
+// Each part has its header beside this one (each can be included alone):
+// object.hpp (cyclegc::object), ref.hpp, tracer.hpp (tracer, trace_traits,
+// access), type.hpp (type_of), make.hpp, weak.hpp, gc.hpp (the gc module's
+// functions, callbacks and hooks), heap.hpp (cyclegc::heap), function.hpp
+// (cyclegc::function, capture). detail/ holds what users never name.
 #ifndef CYCLEGC_HPP
 #define CYCLEGC_HPP
 
@@ -20,13 +26,15 @@
 
 #include <cyclegc/cyclegc.h>
 
-#include "detail/object.hpp"
-#include "detail/ref.hpp"
-#include "detail/tracer.hpp"
-#include "detail/type.hpp"
-#include "detail/make.hpp"
-#include "detail/weak.hpp"
-#include "detail/gc.hpp"
+#include "object.hpp"
+#include "ref.hpp"
+#include "tracer.hpp"
+#include "type.hpp"
+#include "make.hpp"
+#include "weak.hpp"
+#include "gc.hpp"
+#include "heap.hpp"
+#include "function.hpp"
 
 #endif
 #endif  // CYCLEGC_HPP

@@ -630,5 +630,30 @@ TEST_F(CppTracer2, MillionRingIsCollected) {
     EXPECT_EQ(RingNode::destroyed, kLength);
 }
 
+// trace and finalize may be private once the type befriends cyclegc::access:
+// the type is tracked, finalized, and its cycles collected.
+class PrivateMembers : public cyclegc::object {
+    friend class cyclegc::access;
+    void trace(tracer &t) { t(next_); }
+    void finalize() { ++finalized; }
+    ref<PrivateMembers> next_;
+
+  public:
+    static inline int finalized = 0;
+    void link(ref<PrivateMembers> next) { next_ = std::move(next); }
+};
+
+TEST_F(CppTracer2, PrivateTraceBefriendingAccessIsCollected) {
+    PrivateMembers::finalized = 0;
+    auto a = make<PrivateMembers>();
+    auto b = make<PrivateMembers>();
+    a->link(b);
+    b->link(a);
+    EXPECT_TRUE(cyclegc::is_tracked(a));
+    a = b = nullptr;
+    EXPECT_EQ(cyclegc::collect(), 2);
+    EXPECT_EQ(PrivateMembers::finalized, 2);
+}
+
 }  // namespace
 }  // namespace cpp_tracer_test

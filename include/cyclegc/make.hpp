@@ -1,6 +1,6 @@
 // cyclegc::make<T>(args...): construct a collected object.
-#ifndef CYCLEGC_DETAIL_MAKE_HPP
-#define CYCLEGC_DETAIL_MAKE_HPP
+#ifndef CYCLEGC_MAKE_HPP
+#define CYCLEGC_MAKE_HPP
 
 #include "type.hpp"
 

@@ -1,6 +1,6 @@
 // cyclegc::ref<T>: a strong, intrusive, one-pointer-wide reference.
-#ifndef CYCLEGC_DETAIL_REF_HPP
-#define CYCLEGC_DETAIL_REF_HPP
+#ifndef CYCLEGC_REF_HPP
+#define CYCLEGC_REF_HPP
 
 #include "object.hpp"
 
@@ -35,6 +35,24 @@ class ref {
         requires std::convertible_to<U *, T *>
     ref(ref<U> &&other) noexcept : pointer_(other.release()) {}
     ~ref() { reset(); }
+
+    // Common mistakes, refused with the fix: a raw pointer has no reference
+    // the ref could take over (`ref<T>(new T)`, `r = this`).
+    template <class U>
+    explicit ref(U *) {
+        static_assert(detail::always_false<U>,
+                      "cyclegc::ref: no conversion from a raw pointer. Create objects with "
+                      "cyclegc::make<T>(args...); for an object already managed use "
+                      "ref<T>::borrow(p) (a new reference, e.g. ref<T>::borrow(this)) or "
+                      "ref<T>::adopt(p) (takes over a reference the caller owns)");
+    }
+    template <class U>
+    ref &operator=(U *) {
+        static_assert(detail::always_false<U>,
+                      "cyclegc::ref: cannot assign a raw pointer (such as `this`): assign "
+                      "ref<T>::borrow(pointer) instead");
+        return *this;
+    }
 
     ref &operator=(const ref &other) noexcept {
         ref(other).swap(*this);

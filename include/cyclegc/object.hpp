@@ -1,6 +1,6 @@
 // cyclegc::object: the base of every C++ object the collector manages.
-#ifndef CYCLEGC_DETAIL_OBJECT_HPP
-#define CYCLEGC_DETAIL_OBJECT_HPP
+#ifndef CYCLEGC_OBJECT_HPP
+#define CYCLEGC_OBJECT_HPP
 
 #include <cyclegc/cyclegc.h>
 
@@ -67,6 +67,9 @@ class object {
 static_assert(std::is_standard_layout_v<object>);
 
 namespace detail {
+
+template <class T>
+inline constexpr bool always_false = false;
 
 template <class T>
 concept cxx_object = std::is_base_of_v<object, std::remove_cv_t<T>>;

@@ -1,8 +1,8 @@
 // The gc module's functions in C++ (see docs/gc.md for the full table).
-#ifndef CYCLEGC_DETAIL_GC_HPP
-#define CYCLEGC_DETAIL_GC_HPP
+#ifndef CYCLEGC_GC_HPP
+#define CYCLEGC_GC_HPP
 
-#include "callable_box.hpp"
+#include "detail/callable_box.hpp"
 #include "weak.hpp"
 
 #include <functional>

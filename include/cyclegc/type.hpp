@@ -1,9 +1,10 @@
 // The type object cyclegc makes for each C++ type T, so that the C API and
 // the collector see C++ objects like any other: tp_traverse and tp_clear
 // call T::trace, tp_finalize calls T::finalize, tp_dealloc runs ~T.
-#ifndef CYCLEGC_DETAIL_TYPE_HPP
-#define CYCLEGC_DETAIL_TYPE_HPP
+#ifndef CYCLEGC_TYPE_HPP
+#define CYCLEGC_TYPE_HPP
 
+#include "detail/aggregate_probe.hpp"
 #include "tracer.hpp"
 
 #include <atomic>
@@ -17,10 +18,10 @@ namespace cyclegc {
 namespace detail {
 
 template <class T>
-concept traced = requires(T &t, tracer &tr) { t.trace(tr); };
+concept traced = access::traceable<T>;
 
 template <class T>
-concept finalizable = requires(T &t) { t.finalize(); };
+concept finalizable = access::finalizable<T>;
 
 inline std::string demangle(const char *name) {
     int status = 0;
@@ -69,7 +70,7 @@ struct cxx_type {
     static int traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
         tracer t = tracer::visitor(visit, arg);
         try {
-            downcast<T>(op)->trace(t);
+            access::trace(*downcast<T>(op), t);
         } catch (...) {
             report_exception("trace()", op);
             return -1;
@@ -78,13 +79,13 @@ struct cxx_type {
     }
     static int clear(cgc_object *op) {
         tracer t = tracer::clearer();
-        downcast<T>(op)->trace(t);
+        access::trace(*downcast<T>(op), t);
         return 0;
     }
     static int traverse_nothing(cgc_object *, cgc_visitproc, void *) { return 0; }
     static void finalize(cgc_object *op) {
         try {
-            downcast<T>(op)->finalize();
+            access::finalize(*downcast<T>(op));
         } catch (...) {
             report_exception("finalize()", op);
         }
@@ -144,10 +145,25 @@ struct cxx_type {
         // Every C++ object has a collector header (in cyclegc::object), so
         // every C++ type is a GC type (weak references work on leaves too);
         // only types with references (a trace member) are ever tracked.
-        type.tp_flags = CGC_TPFLAGS_HAVE_GC;
+        type.tp_flags = CGC_TPFLAGS_HAVE_GC | CGC_TPFLAGS_CXX;  // (errors worded for C++)
         type.tp_dealloc = dealloc;
+        // A trace or finalize the collector cannot call would leave the
+        // type untracked (its cycles leaked) or unfinalized, silently.
+        static_assert(traced<T> || !declares_trace<T>,
+                      "cyclegc: T has a `trace` member the collector cannot call, so T would never be "
+                      "tracked and its cycles would leak: make it `public: void trace(cyclegc::tracer&)`, "
+                      "or keep it private and declare `friend class cyclegc::access;` in T");
+        static_assert(finalizable<T> || !declares_finalize<T>,
+                      "cyclegc: T has a `finalize` member the collector cannot call: make it "
+                      "`public: void finalize()`, or keep it private and declare "
+                      "`friend class cyclegc::access;` in T");
+        if constexpr (!traced<T>)
+            static_assert(!aggregate_holds_traceable<T>(),
+                          "cyclegc: T holds a ref (or a weak, a container of them, a struct with a trace "
+                          "member) but has no trace member, so T would never be tracked and its cycles "
+                          "would leak: add `void trace(cyclegc::tracer &t) { t(...); }` naming them");
         if constexpr (traced<T>) {
-            static_assert(!requires(const T &t, tracer &tr) { t.trace(tr); },
+            static_assert(!access::const_traceable<T>,
                           "cyclegc: T::trace must not be const: the same member clears the "
                           "references when a cycle is broken");
             type.tp_traverse = traverse;

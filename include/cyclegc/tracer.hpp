@@ -1,8 +1,8 @@
 // cyclegc::tracer: what a type's `trace` member hands its references to.
 // One `trace` serves as both tp_traverse (visit every reference) and
 // tp_clear (reset every reference, which breaks a cycle).
-#ifndef CYCLEGC_DETAIL_TRACER_HPP
-#define CYCLEGC_DETAIL_TRACER_HPP
+#ifndef CYCLEGC_TRACER_HPP
+#define CYCLEGC_TRACER_HPP
 
 #include "ref.hpp"
 
@@ -20,6 +20,28 @@ namespace cyclegc {
 
 template <class T>
 class weak;
+
+// The collector calls a type's `trace` and `finalize` members through this
+// class: they may be private if the type declares
+// `friend class cyclegc::access;`.
+class access {
+  public:
+    template <class T>
+    static constexpr bool traceable = requires(T &object, tracer &t) { object.trace(t); };
+    template <class T>
+    static constexpr bool const_traceable = requires(const T &object, tracer &t) { object.trace(t); };
+    template <class T>
+    static constexpr bool finalizable = requires(T &object) { object.finalize(); };
+
+    template <class T>
+    static void trace(T &object, tracer &t) {
+        object.trace(t);
+    }
+    template <class T>
+    static void finalize(T &object) {
+        object.finalize();
+    }
+};
 
 // How a member type is traced: specialize for your own wrapper types
 // (`static constexpr bool traceable = true;` and
@@ -49,7 +71,23 @@ template <class M>
 inline constexpr bool part_v = traceable_v<M> || leaf_v<std::remove_cv_t<M>>;
 
 template <class M>
-concept has_trace_member = requires(M &m, tracer &t) { m.trace(t); };
+concept has_trace_member = access::traceable<M>;
+
+// Whether M declares a member named `trace` (or `finalize`), accessible or
+// not: a name also declared by a second base is ambiguous whatever its
+// access, so `&probe<M>::trace` is ill-formed exactly when M has one. (A
+// final class cannot be probed: it is taken as having none.)
+struct declares_nothing {
+    void trace();
+    void finalize();
+};
+template <class M>
+struct member_probe : M, declares_nothing {};
+template <class M>
+concept declares_trace = std::is_class_v<M> && !std::is_final_v<M> && !requires { &member_probe<M>::trace; };
+template <class M>
+concept declares_finalize =
+    std::is_class_v<M> && !std::is_final_v<M> && !requires { &member_probe<M>::finalize; };
 
 template <class M>
 concept range = requires(M &m) {
@@ -102,10 +140,15 @@ class tracer {
 
     template <class M>
     void trace_member(M &member) {
+        static_assert(detail::traceable_v<M> || !detail::declares_trace<std::remove_cv_t<M>>,
+                      "cyclegc::tracer: this member's type has a `trace` member the collector cannot "
+                      "call: make it `public: void trace(cyclegc::tracer&)`, or keep it private and "
+                      "declare `friend class cyclegc::access;` in the type.");
         static_assert(detail::traceable_v<M>,
                       "cyclegc::tracer: this member cannot be traced. Trace refs, weaks, standard "
                       "containers/optional/variant/pair/tuple/unique_ptr holding them, or types "
-                      "with a `void trace(cyclegc::tracer&)` member; leave plain values out.");
+                      "with a `void trace(cyclegc::tracer&)` member (a struct that holds refs needs "
+                      "one, naming them); leave plain values out.");
         trace_traits<std::remove_cv_t<M>>::trace(*this, member);
     }
 
@@ -142,7 +185,7 @@ struct trace_traits<weak<T>> {
 template <class M>
 struct trace_traits<M, std::enable_if_t<detail::has_trace_member<M>>> {
     static constexpr bool traceable = true;
-    static void trace(tracer &t, M &m) { m.trace(t); }
+    static void trace(tracer &t, M &m) { access::trace(m, t); }
 };
 
 namespace detail {

@@ -1,6 +1,6 @@
 // cyclegc::weak<T>: a weak reference, optionally with a callback.
-#ifndef CYCLEGC_DETAIL_WEAK_HPP
-#define CYCLEGC_DETAIL_WEAK_HPP
+#ifndef CYCLEGC_WEAK_HPP
+#define CYCLEGC_WEAK_HPP
 
 #include "type.hpp"
 
