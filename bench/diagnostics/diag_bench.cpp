@@ -13,6 +13,7 @@
 #include <cyclegc/diagnostics.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -72,11 +73,21 @@ void link(cgc_object *&field, Node *target) {
     cgc_incref(field);
 }
 
-template <typename F>
-double seconds(F f) {
+double cpu_now() {
+    timespec now;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
+}
+
+// The CPU time f() takes (this process's: on a machine shared with other
+// work, wall time measures the others too); the wall time goes to *wall.
+double cpu_seconds_of(double *wall, auto f) {
     auto start = std::chrono::steady_clock::now();
+    double cpu_start = cpu_now();
     f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double cpu = cpu_now() - cpu_start;
+    *wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return cpu;
 }
 
 }  // namespace
@@ -89,7 +100,8 @@ int main(int argc, char **argv) {
     size_t chained = objects / 100, grouped = (objects - chained) / kGroup * kGroup;
     std::vector<Node *> roots;
     Node *previous_first = nullptr;
-    double build = seconds([&] {
+    double wall = 0;
+    double build = cpu_seconds_of(&wall, [&] {
         for (size_t g = 0; g < grouped / kGroup; ++g) {
             Node *first = make_node(), *last = first;
             for (size_t i = 1; i < kGroup; ++i) {
@@ -116,24 +128,28 @@ int main(int argc, char **argv) {
     while (chain_end->next) chain_end = reinterpret_cast<Node *>(chain_end->next);
     std::printf("heap: %zu objects (%zu in rings of %zu, a chain of %zu), built in %.2f s\n", grouped + chained,
                 grouped, kGroup, chained, build);
+    std::printf("(CPU seconds of this process; wall seconds in brackets)\n");
 
     cgc_diag_type_list census;
-    double census_s = seconds([&] { cgc_diag_census(&census); });
-    std::printf("census:          %.3f s (%td objects of %td types)\n", census_s, census.total_objects, census.count);
+    double census_s = cpu_seconds_of(&wall, [&] { cgc_diag_census(&census); });
+    std::printf("census:          %.3f s [%.3f] (%td objects of %td types)\n", census_s, wall, census.total_objects,
+                census.count);
     cgc_diag_census_release(&census);
 
     cgc_diag_chain chain;
-    double chain_s = seconds([&] { cgc_diag_retainer_chain(&chain_end->ob_base, &chain); });
-    std::printf("retainer chain:  %.3f s (%td links)\n", chain_s, chain.length);
+    double chain_s = cpu_seconds_of(&wall, [&] { cgc_diag_retainer_chain(&chain_end->ob_base, &chain); });
+    std::printf("retainer chain:  %.3f s [%.3f] (%td links)\n", chain_s, wall, chain.length);
     cgc_diag_chain_release(&chain);
 
-    double snapshot_s = seconds([&] { cgc_diag_write_heapsnapshot(path.c_str()); });
-    std::printf(".heapsnapshot:   %.3f s (%.2f M objects/s)\n", snapshot_s, (grouped + chained) / snapshot_s / 1e6);
+    double snapshot_s = cpu_seconds_of(&wall, [&] { cgc_diag_write_heapsnapshot(path.c_str()); });
+    std::printf(".heapsnapshot:   %.3f s [%.3f] (%.2f M objects/s)\n", snapshot_s, wall,
+                (grouped + chained) / snapshot_s / 1e6);
     if (argc <= 2) std::remove(path.c_str());
 
     cgc_diag_retained top[3];
-    double dominators_s = seconds([&] { cgc_diag_largest_dominators(3, top); });
-    std::printf("dominators:      %.3f s (largest retains %td bytes)\n", dominators_s, top[0].retained_bytes);
+    double dominators_s = cpu_seconds_of(&wall, [&] { cgc_diag_largest_dominators(3, top); });
+    std::printf("dominators:      %.3f s [%.3f] (largest retains %td bytes)\n", dominators_s, wall,
+                top[0].retained_bytes);
 
     for (Node *root : roots) cgc_decref(&root->ob_base);
     cgc_collect(2);

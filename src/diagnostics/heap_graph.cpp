@@ -62,6 +62,7 @@ int collect_edge(cgc_object *child, void *arg) {
 void collect_edges(HeapGraph &graph) {
     size_t n = graph.node_count();
     graph.edge_start.resize(n + 1);
+    graph.edges.reserve(2 * n);  // (a guess: most heaps average a few references per container)
     EdgeCollector collector{graph};
     for (size_t node = 0; node < n; ++node) {
         graph.edge_start[node] = graph.edges.size();
