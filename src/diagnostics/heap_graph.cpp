@@ -31,6 +31,10 @@ void number_nodes(Heap &heap, HeapGraph &graph) {
     }
     graph.slot_base[pages.size()] = slots;
     graph.node_of_slot.assign(slots, kNoNode);
+    size_t live = heap.space.live_objects();  // (an upper bound of the tracked ones)
+    graph.objects.reserve(live);
+    graph.sizes.reserve(live);
+    graph.external.reserve(live);
     heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
         if (meta.flags & kCollecting) return;
         Page *page = page_of(op);
@@ -58,6 +62,7 @@ int collect_edge(cgc_object *child, void *arg) {
 void collect_edges(HeapGraph &graph) {
     size_t n = graph.node_count();
     graph.edge_start.resize(n + 1);
+    graph.edges.reserve(2 * n);  // (a guess: most heaps average a few references per container)
     EdgeCollector collector{graph};
     for (size_t node = 0; node < n; ++node) {
         graph.edge_start[node] = graph.edges.size();
@@ -78,7 +83,13 @@ uint32_t HeapGraph::node_of(const cgc_object *op) const {
     uint32_t index = page->size_class == kLargeClass ? 0 : page->index_of(op);
     if (index >= slot_base[p + 1] - slot_base[p]) return kNoNode;
     uint32_t node = node_of_slot[slot_base[p] + index];
-    return node != kNoNode && objects[node] == op ? node : kNoNode;
+    if (node == kNoNode) return kNoNode;
+    // A pointer into the slot but not at its object (a C++ object starts
+    // after its vtable pointer): the slot's start is checked first, which
+    // spares C objects a read of the metadata.
+    bool at_object = reinterpret_cast<const char *>(op) == page->slot(index) ? page->meta[index].object_offset == 0
+                                                                             : op == page->object_at(index);
+    return at_object ? node : kNoNode;
 }
 
 bool build_graph(Heap &heap, HeapGraph &graph, const char *function) {

@@ -38,10 +38,14 @@ const char kMeta[] =
 struct StringTable {
     std::vector<std::string> strings{"(cyclegc roots)"};
     std::unordered_map<const cgc_type *, uint32_t> of_type;
+    const cgc_type *last_type = nullptr;  // (objects of a type tend to sit together)
+    uint32_t last_string = 0;
     uint32_t type_string(const cgc_object *op) {
+        if (op->ob_type == last_type) return last_string;
         auto [it, added] = of_type.emplace(op->ob_type, static_cast<uint32_t>(strings.size()));
         if (added) strings.emplace_back(type_name_of(op));
-        return it->second;
+        last_type = op->ob_type;
+        return last_string = it->second;
     }
 };
 
