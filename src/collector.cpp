@@ -969,7 +969,8 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
     size_t count = heap.callbacks.size();
     ++heap.callbacks_walking;
     for (size_t i = 0; i < count; ++i) {
-        auto [callback, context] = heap.callbacks[i];
+        cgc_collection_callback callback = heap.callbacks[i].first;
+        void *context = heap.callbacks[i].second;
         if (callback) call_user_code("a collection callback", nullptr, [&] { callback(phase, &info, context); });
     }
     if (--heap.callbacks_walking == 0)
