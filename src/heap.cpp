@@ -146,6 +146,8 @@ namespace {
 // The C API's words, and what a user of the C++ API wrote instead (the
 // longer phrases first: they are replaced before their parts).
 constexpr std::pair<std::string_view, std::string_view> kCxxTerms[] = {
+    {"a tp_traverse visits a reference it does not own (or one twice), or a Py_INCREF is missing",
+     "a trace() names a reference it does not own, or names one twice"},
     {"a tp_traverse visits a reference it does not own, or a Py_INCREF is missing",
      "a trace() names a reference it does not own, or names one twice"},
     {"its tp_dealloc did not untrack it, or a Py_DECREF is too many",
