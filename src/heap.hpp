@@ -74,9 +74,8 @@ constexpr int kMaxDeallocDepth = 50;
 // A young array's length from which its generation's objects may go unlisted
 // (Heap::young_unlisted): 64 KiB of pointers. Under the default thresholds
 // the arrays stay below it (generation 1 gathers the survivors of at most 11
-// collections of about 700 objects); a heap of 40k objects built with
-// automatic collection off no longer pays 13 bytes per object for an array
-// of 65,536.
+// collections of about 700 objects), and a heap built with automatic
+// collection off does not pay an array slot per object (docs/design.md).
 constexpr size_t kYoungListCap = size_t(1) << 13;
 // GcMeta::word of an unlisted young object.
 constexpr uint32_t kUnlisted = UINT32_MAX;

@@ -312,9 +312,8 @@ class PageSpace {
             // slots' indices are gathered first, without a branch. On a page
             // that a collection left sparse, or that mixes tracked and
             // untracked objects (an aged heap), a test per slot mispredicts
-            // about once per object (a full collection after freeing much:
-            // 15% faster on the replays, session 5; a live aged heap's 1.4x
-            // faster, session 11).
+            // about once per object (docs/design.md, "branch-free slot
+            // gathering").
             uint64_t scratch[kMaxMaskWords];
             uint64_t *words = scratch;
             uint32_t slots = n;
@@ -342,9 +341,8 @@ class PageSpace {
         // Two GcMeta per 16-byte load: shifting each 64-bit lane left by 30
         // brings its kTracked flag (bit 33) to the lane's sign bit, which
         // movemask collects. On pages that mix tracked and untracked
-        // objects, as an aged heap's do, a full collection took 72.0 ->
-        // 61.8 ns per node against a test per slot (session 12,
-        // docs/design.md).
+        // objects, as an aged heap's do, this is faster than a test per slot
+        // (docs/design.md, "SSE2 slot scan").
         static_assert(kTracked == 2 && offsetof(GcMeta, flags) == 4, "the shift below");
         for (; i + 64 <= n; i += 64) {
             uint64_t mask = 0;

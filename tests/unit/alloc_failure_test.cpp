@@ -84,11 +84,11 @@ struct Scene {
             }
             return first;
         };
-        for (int round = 0; round < 2; ++round) {  // round 0 ends old, round 1 young
+        for (int pass = 0; pass < 2; ++pass) {  // pass 0 ends old, pass 1 young
             chain(&plain_type, 300, false, true);   // deep: the mark stack grows
             chain(&plain_type, 50, true, true);
-            // More garbage in round 1 than round 0: the unreachable array grows.
-            for (int i = 0; i < 30 + 300 * round; ++i) chain(&plain_type, 1 + i % 4, true, false);
+            // More garbage in pass 1 than pass 0: the unreachable array grows.
+            for (int i = 0; i < 30 + 300 * pass; ++i) chain(&plain_type, 1 + i % 4, true, false);
             for (int i = 0; i < 10; ++i) chain(&final_type, 2, true, false);
             HObj *target = chain(&plain_type, 3, true, true);
             (void)target;
@@ -100,12 +100,12 @@ struct Scene {
                 cgc_decref(ob(g));
             }
             // Legacy cycles: uncollectable, to the garbage list.
-            for (int i = 0; i < 1 + 40 * round; ++i) {
+            for (int i = 0; i < 1 + 40 * pass; ++i) {
                 HObj *l = make(&legacy_type, id++);
                 set(l, 0, l);
                 cgc_decref(ob(l));
             }
-            if (round == 0) cgc_collect(2);  // these survivors are old
+            if (pass == 0) cgc_collect(2);  // these survivors are old
         }
         // A finalizer that resurrects its object.
         HObj *r = make(&final_type, 9999);

@@ -1,6 +1,6 @@
 // Library bugs found by the stress and hostile-type work (docs/testing.md),
-// each reduced to a minimal reproduction, kept as regression tests. Both
-// were fixed in f6184a3. Scenarios that hung or crashed run in a child
+// each reduced to a minimal reproduction, kept as regression tests.
+// Scenarios that hung or crashed run in a child
 // process (EXPECT_SURVIVES), so that a regression fails one test only.
 #include "hostile_types.hpp"
 

@@ -12,8 +12,8 @@
 // | tp_dealloc neither untracks nor frees (in a cycle)     | CGC_ERR_MISUSE naming the type; never cleared or       |
 // |                                                       | deallocated again; untracked, not counted as collected |
 // | tp_dealloc resurrects (stores itself)                  | the object lives on, tracked                           |
-// | tp_clear drops its own object once too often           | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
-// | tp_clear drops another reference once too often        | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)  |
+// | tp_clear drops its own object once too often           | CGC_ERR_CORRUPTION naming the type  |
+// | tp_clear drops another reference once too often        | CGC_ERR_CORRUPTION naming the type  |
 // | Py_DECREF below zero outside a collection              | CGC_ERR_CORRUPTION naming the type; not freed again    |
 // | a weak reference read while its object's deallocation  | dead (the count reads below zero meanwhile)            |
 // |   waits (deferred: deallocations nested too deep)      |                                                        |
@@ -248,7 +248,7 @@ TEST_F(HostileDealloc, DeallocThatResurrectsKeepsTheObjectTracked) {
     EXPECT_TRUE(take_errors().empty());
 }
 
-// Found by this test (fixed in 5037a1d): the collector holds a temporary
+// Found by this test: the collector holds a temporary
 // reference while tp_clear runs. A tp_clear that dropped its object's last
 // reference and one more freed the object under the collector, whose
 // Py_DECREF then wrote into the freed slot (the page's free-list link), and
@@ -277,7 +277,7 @@ TEST_F(HostileDealloc, ObjectFreedWhileTheCollectorHoldsItIsReportedNotCorruptin
     EXPECT_SURVIVES(clear_drops_itself_twice());
 }
 
-// The same from a reference count that underflows (fixed in 5037a1d: freed
+// The same from a reference count that underflows (freed
 // slots are chained through their GcMeta, so a stray Py_DECREF finds a count
 // of 0): A's tp_clear drops its reference to B twice; B is freed by the
 // first, and the second used to decrement B's free-list link.

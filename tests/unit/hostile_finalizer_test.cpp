@@ -4,7 +4,7 @@
 // | the finalizer ...                         | defined outcome                                          |
 // |-------------------------------------------|----------------------------------------------------------|
 // | throws, in a collection                   | CGC_ERR_UNRAISABLE naming the type; object still freed   |
-// | throws, at reference-counting death       | the same (was a bug: fixed in 5037a1d)                   |
+// | throws, at reference-counting death       | the same                   |
 // | allocates (past the threshold)            | no collection inside the collection; later as usual      |
 // | creates new garbage cycles                | freed by the next collection, not this one               |
 // | resurrects another garbage object         | it and all it reaches survive, intact; finalized once    |
@@ -14,7 +14,7 @@
 // | untracks another garbage object           | the same for that object                                 |
 // | tracks an untracked object                | young, not part of this collection                       |
 // | calls cgc_freeze                          | refused with CGC_ERR_MISUSE                              |
-// | drops its own object once too often      | CGC_ERR_CORRUPTION naming the type (fixed in 5037a1d)    |
+// | drops its own object once too often      | CGC_ERR_CORRUPTION naming the type    |
 #include "hostile_types.hpp"
 
 #include <stdexcept>
@@ -54,7 +54,7 @@ TEST_F(HostileFinalizer, ExceptionInACollectionIsUnraisableAndTheObjectIsStillFr
     EXPECT_FALSE(alive(1) || alive(2));
 }
 
-// Found by this test (fixed in 5037a1d): cgc_call_finalizer_from_dealloc did
+// Found by this test: cgc_call_finalizer_from_dealloc did
 // not catch, so the exception unwound through cgc_dealloc and left its
 // nesting depth raised: the object leaked (count 1), and from then on every
 // deallocation nested 49 deep was deferred to an outermost level that never
@@ -263,7 +263,7 @@ TEST_F(HostileFinalizer, FreezingDuringACollectionIsRefused) {
     EXPECT_TRUE(hooks.live.empty());
 }
 
-// Found by this test (fixed in 5037a1d): the collector holds a temporary
+// Found by this test: the collector holds a temporary
 // reference while the finalizer runs. A finalizer that dropped its object's
 // last reference and one more freed the object under the collector, whose
 // Py_DECREF then wrote into the freed slot: the page's free-list link (then
