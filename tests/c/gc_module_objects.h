@@ -77,7 +77,10 @@ static inline void Legacy_dealloc(PyObject *self) {
     free_obj(self);
 }
 
-static PyTypeObject PlainType = {
+/* (Not every program uses every type.) */
+#define GC_MODULE_MAYBE_UNUSED __attribute__((unused))
+
+static GC_MODULE_MAYBE_UNUSED PyTypeObject PlainType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "Plain",
     .tp_basicsize = sizeof(Obj),
@@ -87,7 +90,7 @@ static PyTypeObject PlainType = {
     .tp_clear = Obj_clear,
 };
 
-static PyTypeObject FinalType = {
+static GC_MODULE_MAYBE_UNUSED PyTypeObject FinalType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "Final",
     .tp_basicsize = sizeof(Obj),
@@ -99,7 +102,7 @@ static PyTypeObject FinalType = {
 };
 
 /* CPython's Uncollectable / X of test_garbage_at_shutdown: a tp_del slot. */
-static PyTypeObject LegacyType = {
+static GC_MODULE_MAYBE_UNUSED PyTypeObject LegacyType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "Legacy",
     .tp_basicsize = sizeof(Obj),
