@@ -54,7 +54,7 @@ TEST_F(GcModuleCallbackTest, EachCallbackRunsAtStartAndStop) {
         EXPECT_EQ(stop.collected, 1);
         EXPECT_EQ(stop.uncollectable, 0);
         EXPECT_EQ(stop.candidates, 1);
-        EXPECT_EQ(stop.duration_ns, stats(2).total_ns);
+        EXPECT_EQ(stop.duration_ns, stats_of(2).total_ns);
     }
 }
 
@@ -141,7 +141,7 @@ TEST_F(GcModuleCallbackTest, CollectionRequestedFromACallbackReturnsZero) {
     EXPECT_EQ(nested, std::vector<cgc_ssize_t>(6, 0));
     EXPECT_EQ(collecting, (std::vector<int>{1, 1}));
     EXPECT_EQ(calls_.size(), 4u) << "no nested collection ran";
-    EXPECT_EQ(stats(0).collections + stats(1).collections + stats(2).collections, 1u);
+    EXPECT_EQ(stats_of(0).collections + stats_of(1).collections + stats_of(2).collections, 1u);
     EXPECT_TRUE(freed(1));
     EXPECT_EQ(cgc_is_collecting(), 0);
 }
@@ -161,7 +161,7 @@ TEST_F(GcModuleCallbackTest, CallbackExceptionIsReportedAsUnraisableAndTheCollec
     ASSERT_EQ(unraisable.size(), 2u);
     EXPECT_NE(unraisable[0].find("boom at start"), std::string::npos) << unraisable[0];
     EXPECT_EQ(cgc_is_collecting(), 0);
-    EXPECT_EQ(stats(2).collections, 1u);
+    EXPECT_EQ(stats_of(2).collections, 1u);
 
     cb1_.extra = nullptr;
     self_cycle_garbage(&plain_type, 2);

@@ -90,7 +90,7 @@ TEST_F(GcModuleTest, CollectFromAFinalizerReturnsZero) {
     self_cycle_garbage(&plain_type, 2);
     EXPECT_EQ(cgc_collect(2), 2);
     EXPECT_EQ(nested, (std::vector<cgc_ssize_t>{0, 0}));
-    EXPECT_EQ(stats(0).collections + stats(2).collections, 1u);
+    EXPECT_EQ(stats_of(0).collections + stats_of(2).collections, 1u);
 }
 
 }  // namespace

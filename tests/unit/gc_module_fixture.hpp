@@ -10,6 +10,8 @@
 #include <cyclegc/cyclegc.h>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -238,11 +240,7 @@ inline List garbage() {
 }
 inline cgc_ssize_t tracked_count() { return objects(-1).list.count + cgc_get_freeze_count(); }
 
-inline cgc_generation_stats stats(int generation) {
-    cgc_generation_stats s{};
-    cgc_get_stats(generation, &s);
-    return s;
-}
+using cgc_test::stats_of;
 
 // ---- Collection callbacks and the log sink -------------------------------------
 
@@ -268,10 +266,7 @@ inline void capture_line(const char *line, void *context) { static_cast<std::vec
 
 // ---- Fixture --------------------------------------------------------------
 
-struct ReportedError {
-    cgc_error_kind kind;
-    std::string message;
-};
+using cgc_test::ReportedError;
 
 class GcModuleTest : public ::testing::Test {
   protected:

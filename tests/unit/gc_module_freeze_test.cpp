@@ -47,19 +47,19 @@ TEST_F(GcModuleTest, FreezeMakesALaterFullCollectionCheaper) {
     std::vector<Obj *> live;
     for (int i = 0; i < n; ++i) live.push_back(plain(i));
     cgc_collect(2);
-    EXPECT_EQ(stats(2).examined, uint64_t(n));
+    EXPECT_EQ(stats_of(2).examined, uint64_t(n));
 
     cgc_freeze();
     cgc_collect(2);
-    EXPECT_EQ(stats(2).examined, uint64_t(n)) << "frozen objects are not examined";
+    EXPECT_EQ(stats_of(2).examined, uint64_t(n)) << "frozen objects are not examined";
 
     for (int i = 0; i < 5; ++i) live.push_back(plain(n + i));
     cgc_collect(2);
-    EXPECT_EQ(stats(2).examined, uint64_t(n + 5));
+    EXPECT_EQ(stats_of(2).examined, uint64_t(n + 5));
 
     cgc_unfreeze();
     cgc_collect(2);
-    EXPECT_EQ(stats(2).examined, uint64_t(n + 5 + n + 5));
+    EXPECT_EQ(stats_of(2).examined, uint64_t(n + 5 + n + 5));
     for (Obj *o : live) drop(o);
 }
 

@@ -21,8 +21,8 @@ TEST_F(GcModuleTest, LegacyFinalizerInACycleIsUncollectableAndListed) {
         List g = garbage();
         EXPECT_EQ(g.items(), std::vector<cgc_object *>{ob(a)});
     }
-    EXPECT_EQ(stats(2).uncollectable, 1u);
-    EXPECT_EQ(stats(2).collected, 1u);
+    EXPECT_EQ(stats_of(2).uncollectable, 1u);
+    EXPECT_EQ(stats_of(2).collected, 1u);
 
     // As the CPython test does: break the cycle, remove it from gc.garbage.
     set_ref(a, 0, static_cast<cgc_object *>(nullptr));
@@ -70,7 +70,7 @@ TEST_F(GcModuleTest, LegacyFinalizerOnlyReachableFromCollectableGarbageIsFreed) 
     EXPECT_TRUE(freed(1) && freed(2) && freed(3));
     EXPECT_EQ(event_count("del 3"), 1);
     EXPECT_EQ(cgc_garbage_count(), 0);
-    EXPECT_EQ(stats(2).uncollectable, 0u);
+    EXPECT_EQ(stats_of(2).uncollectable, 0u);
     (void)a;
 }
 

@@ -11,16 +11,16 @@ namespace {
 // test_get_stats.
 TEST_F(GcModuleTest, GetStatsCountsCollectionsPerGeneration) {
     cgc_collect(0);
-    EXPECT_EQ(stats(0).collections, 1u);
-    EXPECT_EQ(stats(1).collections, 0u);
-    EXPECT_EQ(stats(2).collections, 0u);
+    EXPECT_EQ(stats_of(0).collections, 1u);
+    EXPECT_EQ(stats_of(1).collections, 0u);
+    EXPECT_EQ(stats_of(2).collections, 0u);
     cgc_collect(2);
-    EXPECT_EQ(stats(0).collections, 1u);
-    EXPECT_EQ(stats(1).collections, 0u);
-    EXPECT_EQ(stats(2).collections, 1u);
+    EXPECT_EQ(stats_of(0).collections, 1u);
+    EXPECT_EQ(stats_of(1).collections, 0u);
+    EXPECT_EQ(stats_of(2).collections, 1u);
     cgc_collect(1);
-    EXPECT_EQ(stats(1).collections, 1u);
-    EXPECT_EQ(stats(2).collections, 1u);
+    EXPECT_EQ(stats_of(1).collections, 1u);
+    EXPECT_EQ(stats_of(2).collections, 1u);
 }
 
 TEST_F(GcModuleTest, GetStatsCountsCollectedUncollectableAndExamined) {
@@ -29,19 +29,19 @@ TEST_F(GcModuleTest, GetStatsCountsCollectedUncollectableAndExamined) {
     for (int i = 0; i < 3; ++i) self_cycle_garbage(&plain_type, 1 + i);
     pair_garbage(&legacy_type, 10, 11);
     cgc_collect(2);
-    cgc_generation_stats s = stats(2);
+    cgc_generation_stats s = stats_of(2);
     EXPECT_EQ(s.collections, 1u);
     EXPECT_EQ(s.collected, 3u);
     EXPECT_EQ(s.uncollectable, 2u);
     EXPECT_EQ(s.examined, 55u) << "every tracked object of generations 0..2 is a candidate";
-    EXPECT_EQ(stats(0).examined, 0u);
+    EXPECT_EQ(stats_of(0).examined, 0u);
     EXPECT_GE(s.total_ns, s.max_pause_ns);
 
     // Only generation 0 is examined by a young collection.
     Obj *young = plain(300);
     cgc_collect(0);
-    EXPECT_EQ(stats(0).examined, 1u);
-    EXPECT_EQ(stats(2).examined, 55u);
+    EXPECT_EQ(stats_of(0).examined, 1u);
+    EXPECT_EQ(stats_of(2).examined, 55u);
     drop(young);
     for (Obj *o : live) drop(o);
 }
@@ -65,10 +65,10 @@ TEST_F(GcModuleTest, GetStatsTimesMatchTheDurationsGivenToCallbacks) {
         }
     }
     EXPECT_GT(max2, 0u);
-    EXPECT_EQ(stats(2).total_ns, total2);
-    EXPECT_EQ(stats(2).max_pause_ns, max2);
-    EXPECT_EQ(stats(0).total_ns, total0);
-    EXPECT_EQ(stats(0).max_pause_ns, total0);
+    EXPECT_EQ(stats_of(2).total_ns, total2);
+    EXPECT_EQ(stats_of(2).max_pause_ns, max2);
+    EXPECT_EQ(stats_of(0).total_ns, total0);
+    EXPECT_EQ(stats_of(0).max_pause_ns, total0);
     for (Obj *o : live) drop(o);
 }
 
@@ -93,7 +93,7 @@ TEST_F(GcModuleTest, ResurrectionDoesNotBlockCleanupOfOtherObjects) {
         cgc_incref(ob(o));
         zs.push_back(ob(o));
     };
-    auto getstats = [] { return std::make_pair(stats(2).collected, stats(2).uncollectable); };
+    auto getstats = [] { return std::make_pair(stats_of(2).collected, stats_of(2).uncollectable); };
 
     auto [c0, nc0] = getstats();
     for (int i = 0; i < n; ++i) self_cycle_garbage(&plain_type, i);

@@ -45,7 +45,7 @@ TEST_F(GcModuleTest, AutomaticCollectionRunsWhenGen0CountExceedsItsThreshold) {
     EXPECT_TRUE(freed(1));
     EXPECT_EQ(cgc_get_count(0), 0);
     EXPECT_EQ(cgc_get_count(1), 1);
-    EXPECT_EQ(stats(0).collections, 1u);
+    EXPECT_EQ(stats_of(0).collections, 1u);
 
     cgc_disable();
     for (Obj *o : live) drop(o);
@@ -58,13 +58,13 @@ TEST_F(GcModuleTest, DisableStopsAutomaticCollection) {
     std::vector<Obj *> live;
     for (int i = 0; i < 1000; ++i) live.push_back(plain(100 + i));
     EXPECT_FALSE(freed(1));
-    EXPECT_EQ(stats(0).collections + stats(1).collections + stats(2).collections, 0u);
+    EXPECT_EQ(stats_of(0).collections + stats_of(1).collections + stats_of(2).collections, 0u);
     EXPECT_GT(cgc_get_count(0), 1000 - 1);
 
     cgc_enable();
     live.push_back(plain(5000));  // the count is over the threshold: collects now
     EXPECT_TRUE(freed(1));
-    EXPECT_GE(stats(0).collections + stats(1).collections + stats(2).collections, 1u);
+    EXPECT_GE(stats_of(0).collections + stats_of(1).collections + stats_of(2).collections, 1u);
     cgc_disable();
     for (Obj *o : live) drop(o);
 }
@@ -76,7 +76,7 @@ TEST_F(GcModuleTest, ThresholdZeroDisablesAutomaticCollection) {
     std::vector<Obj *> live;
     for (int i = 0; i < 5000; ++i) live.push_back(plain(100 + i));
     EXPECT_FALSE(freed(1));
-    EXPECT_EQ(stats(0).collections + stats(1).collections + stats(2).collections, 0u);
+    EXPECT_EQ(stats_of(0).collections + stats_of(1).collections + stats_of(2).collections, 0u);
     EXPECT_EQ(cgc_get_count(0), 5001);
     cgc_disable();
     for (Obj *o : live) drop(o);
@@ -86,11 +86,11 @@ TEST_F(GcModuleTest, CollectIfEnabledIsPyGC_Collect) {
     self_cycle_garbage(&plain_type, 1);
     EXPECT_EQ(cgc_collect_if_enabled(), 0) << "PyGC_Collect does nothing while disabled";
     EXPECT_FALSE(freed(1));
-    EXPECT_EQ(stats(2).collections, 0u);
+    EXPECT_EQ(stats_of(2).collections, 0u);
     cgc_enable();
     EXPECT_EQ(cgc_collect_if_enabled(), 1);
     EXPECT_TRUE(freed(1));
-    EXPECT_EQ(stats(2).collections, 1u) << "PyGC_Collect is a full collection";
+    EXPECT_EQ(stats_of(2).collections, 1u) << "PyGC_Collect is a full collection";
     cgc_disable();
 }
 
