@@ -6,6 +6,8 @@
 #include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -17,11 +19,10 @@ namespace {
 using cyclegc::make;
 using cyclegc::ref;
 
-class CppCallbacks : public ::testing::Test {
+class CppCallbacks : public cgc_test::CppFixture {
   protected:
     void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
+        CppFixture::SetUp();
         cgc_error_clear();
     }
     void TearDown() override {
@@ -29,11 +30,9 @@ class CppCallbacks : public ::testing::Test {
         cyclegc::set_error_hook({});
         cyclegc::set_log_sink({});
         cyclegc::set_debug(0);
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
+        CppFixture::TearDown();
         cgc_error_clear();
     }
-    bool was_enabled_ = true;
 };
 
 using handle = std::optional<cyclegc::callback_handle>;

@@ -6,6 +6,8 @@
 #include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -104,19 +106,13 @@ struct Leaf : cyclegc::object {
     ~Leaf() { ++destroyed; }
 };
 
-class CppInterop : public ::testing::Test {
+class CppInterop : public cgc_test::CppFixture {
   protected:
     void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
+        CppFixture::SetUp();
         g_c_freed = 0;
         Mixed::destroyed = Leaf::destroyed = 0;
     }
-    void TearDown() override {
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
-    }
-    bool was_enabled_ = true;
 };
 
 TEST_F(CppInterop, CppObjectHoldsACObject) {

@@ -6,6 +6,8 @@
 #include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -22,20 +24,17 @@ using cyclegc::tracer;
 
 constexpr int kCanary = 0x600DF00D;
 
-class CppMake : public ::testing::Test {
+class CppMake : public cgc_test::CppFixture {
   protected:
     void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
+        CppFixture::SetUp();
         cgc_error_clear();
     }
     void TearDown() override {
         cyclegc::set_unraisable_hook({});
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
+        CppFixture::TearDown();
         cgc_error_clear();
     }
-    bool was_enabled_ = true;
 };
 
 // ---- make ---------------------------------------------------------------------

@@ -4,6 +4,8 @@
 #include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <map>
 #include <set>
 #include <type_traits>
@@ -86,21 +88,15 @@ struct Triangle : Shape {
     int sides() const override { return 3; }
 };
 
-class CppRef : public ::testing::Test {
+class CppRef : public cgc_test::CppFixture {
   protected:
     void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
+        CppFixture::SetUp();
         Counted::live = Counted::destroyed = 0;
         Node::destroyed = 0;
         Later::destroyed = 0;
         Base::base_destroyed = Derived::derived_destroyed = 0;
     }
-    void TearDown() override {
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
-    }
-    bool was_enabled_ = true;
 };
 
 static_assert(sizeof(ref<Counted>) == sizeof(void *));

@@ -4,6 +4,8 @@
 #include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <algorithm>
 #include <array>
 #include <deque>
@@ -185,18 +187,12 @@ struct DequeOfTuplesPolicy {
 };
 
 template <class Policy>
-class CppTracerContainer : public ::testing::Test {
+class CppTracerContainer : public cgc_test::CppFixture {
   protected:
     void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
+        CppFixture::SetUp();
         g_box_destroyed = 0;
     }
-    void TearDown() override {
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
-    }
-    bool was_enabled_ = true;
 };
 
 using Policies = ::testing::Types<VectorPolicy, ArrayPolicy, DequePolicy, ListPolicy, ForwardListPolicy,
@@ -433,18 +429,7 @@ struct UsesSlots : cyclegc::object {
     ~UsesSlots() { ++destroyed; }
 };
 
-class CppTracer2 : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
-    }
-    void TearDown() override {
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
-    }
-    bool was_enabled_ = true;
-};
+class CppTracer2 : public cgc_test::CppFixture {};
 
 TEST_F(CppTracer2, TraceTraitsSpecializationForAWrapper) {
     static_assert(cyclegc::detail::traceable_v<Slot<UsesSlots>>);

@@ -5,6 +5,8 @@
 #include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
+#include "test_types.hpp"
+
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -56,21 +58,18 @@ struct Derived : Base {
     int d = 2;
 };
 
-class CppWeak : public ::testing::Test {
+class CppWeak : public cgc_test::CppFixture {
   protected:
     void SetUp() override {
-        cyclegc::collect();
-        was_enabled_ = cyclegc::disable();
+        CppFixture::SetUp();
         Target::destroyed = Target::finalized = 0;
         Plain::destroyed = 0;
         g_log.clear();
     }
     void TearDown() override {
         cyclegc::set_unraisable_hook({});
-        cyclegc::collect();
-        if (was_enabled_) cyclegc::enable();
+        CppFixture::TearDown();
     }
-    bool was_enabled_ = true;
 };
 
 TEST_F(CppWeak, EmptyWeak) {

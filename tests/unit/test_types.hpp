@@ -6,6 +6,7 @@
 #include "heap.hpp"
 
 #include <cyclegc/cyclegc.h>
+#include <cyclegc/cyclegc.hpp>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -322,6 +323,22 @@ class HeapFixture : public ::testing::Test {
 
     cgc_heap *heap_ = nullptr;
     std::vector<ReportedError> errors_;
+};
+
+// For the tests of the C++ API, on the default heap: a full collection
+// before and after each test, and automatic collection off in between (as
+// it was restored afterwards).
+class CppFixture : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        cyclegc::collect();
+        was_enabled_ = cyclegc::disable();
+    }
+    void TearDown() override {
+        cyclegc::collect();
+        if (was_enabled_) cyclegc::enable();
+    }
+    bool was_enabled_ = true;
 };
 
 }  // namespace cgc_test
