@@ -714,10 +714,12 @@ void cgc_gc_untrack(void *memory) {
         Heap &heap = *page->heap;
         // (Another heap than the thread's current one: the slow path checks
         // that the thread owns it.)
-        if (&heap == t_current_heap && untrack_newest(heap, meta, op)) return;
-        if (&heap == t_current_heap && heap.phase != Phase::finding_unreachable) {  // (else: the slow path)
-            untrack_not_newest(heap, meta, op);
-            return;
+        if (&heap == t_current_heap) {
+            if (untrack_newest(heap, meta, op)) return;
+            if (heap.phase != Phase::finding_unreachable) {  // (else misuse: the slow path reports it)
+                untrack_not_newest(heap, meta, op);
+                return;
+            }
         }
     }
     untrack_slow(op);

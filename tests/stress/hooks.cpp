@@ -67,6 +67,25 @@ void Driver::on_del(cgc_object *op) {
     if (++counts_[tag_of(op)->id].del > 1) fail("tp_del of object %" PRIu64 " ran twice", tag_of(op)->id);
 }
 
+// A garbage cycle of two plain objects, made by user code (a finalizer or a
+// weak reference callback of object `id`): ids derived from `id`.
+void Driver::make_garbage_pair(uint64_t id, const char *where) {
+    cgc_object *a = cgc_gc_new(&plain_type);
+    cgc_object *b = cgc_gc_new(&plain_type);
+    if (!a || !b) fail("allocation failed in %s", where);
+    for (auto [o, k] : {std::pair{a, 0u}, std::pair{b, 1u}}) {
+        *tag_of(o) = Tag{kLive ^ derived_id(id, k), derived_id(id, k), 0, static_cast<uint32_t>(Kind::Plain)};
+        register_object(o, derived_id(id, k), false);
+        cgc_gc_track(o);
+    }
+    cgc_incref(b);
+    store_slot(a, 0, b);
+    cgc_incref(a);
+    store_slot(b, 0, a);
+    cgc_decref(a);
+    cgc_decref(b);
+}
+
 bool Driver::on_finalize(cgc_object *op) {
     check_tag(op, "tp_finalize");
     Tag *t = tag_of(op);
@@ -100,20 +119,7 @@ bool Driver::on_finalize(cgc_object *op) {
         for (size_t i = 0; i < slots_of(op).n; ++i) store_slot(op, i, nullptr);
         break;
     case FinAction::AllocGarbage: {
-        cgc_object *a = cgc_gc_new(&plain_type);
-        cgc_object *b = cgc_gc_new(&plain_type);
-        if (!a || !b) fail("allocation failed in a finalizer");
-        for (auto [o, k] : {std::pair{a, 0u}, std::pair{b, 1u}}) {
-            *tag_of(o) = Tag{kLive ^ derived_id(id, k), derived_id(id, k), 0, static_cast<uint32_t>(Kind::Plain)};
-            register_object(o, derived_id(id, k), false);
-            cgc_gc_track(o);
-        }
-        cgc_incref(b);
-        store_slot(a, 0, b);
-        cgc_incref(a);
-        store_slot(b, 0, a);
-        cgc_decref(a);
-        cgc_decref(b);
+        make_garbage_pair(id, "a finalizer");
         break;
     }
     case FinAction::WeakrefSelf: {
@@ -167,20 +173,7 @@ void Driver::on_callback(cgc_object *weakref, WrContext *context) {
         break;
     }
     case CbAction::AllocGarbage: {
-        cgc_object *a = cgc_gc_new(&plain_type);
-        cgc_object *b = cgc_gc_new(&plain_type);
-        if (!a || !b) fail("allocation failed in a callback");
-        for (auto [o, k] : {std::pair{a, 0u}, std::pair{b, 1u}}) {
-            *tag_of(o) = Tag{kLive ^ derived_id(id, k), derived_id(id, k), 0, static_cast<uint32_t>(Kind::Plain)};
-            register_object(o, derived_id(id, k), false);
-            cgc_gc_track(o);
-        }
-        cgc_incref(b);
-        store_slot(a, 0, b);
-        cgc_incref(a);
-        store_slot(b, 0, a);
-        cgc_decref(a);
-        cgc_decref(b);
+        make_garbage_pair(id, "a callback");
         break;
     }
     case CbAction::CallCollect:

@@ -129,6 +129,7 @@ class Driver {
     void on_collection(const char *phase, const cgc_collection_info *info);
     void on_error(cgc_error_kind kind, const char *message);
     void register_object(cgc_object *op, uint64_t id, bool foreign);
+    void make_garbage_pair(uint64_t id, const char *where);
 
   private:
     // ---- Primitives: world, then model ----------------------------------------
