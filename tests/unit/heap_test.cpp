@@ -296,6 +296,9 @@ TEST_F(HeapTest, ThreadsThatChooseNoHeapDoNotShareOne) {
     constexpr int kThreads = 4, kCycles = 20000;
     int freed[kThreads] = {};
     cgc_heap *heaps[kThreads] = {};
+    // Types are shared by every thread: ready it before the threads use it
+    // (readying it lazily from several threads at once races).
+    ASSERT_EQ(cgc_type_ready(&thread_node_type), 0);
     std::latch all_started(kThreads);  // (all alive at once: no heap's address reused)
     std::vector<std::thread> workers;
     for (int t = 0; t < kThreads; ++t)
