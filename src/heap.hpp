@@ -8,6 +8,7 @@
 
 #include <cyclegc/cyclegc.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdlib>
@@ -268,6 +269,13 @@ inline const char *type_name_of(const cgc_object *op) {
 }
 
 // The object has a collector header: a GC type whose tp_is_gc (if any) agrees.
+// Whether cgc_type_ready has finished with `type`. Another thread may be
+// readying a static type at this moment (type.cpp): the acquire pairs with
+// its release, so a ready type's slots are seen filled.
+inline bool type_is_ready(cgc_type *type) {
+    return (std::atomic_ref(type->tp_flags).load(std::memory_order_acquire) & CGC_TPFLAGS_READY) != 0;
+}
+
 inline bool has_gc_head(cgc_object *op) {
     cgc_type *type = op->ob_type;
     return (type->tp_flags & CGC_TPFLAGS_HAVE_GC) && (!type->tp_is_gc || type->tp_is_gc(op));
