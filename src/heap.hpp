@@ -354,7 +354,7 @@ void track_slow(cgc_object *op);
 void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op, const char *function);
 void untrack_slow(cgc_object *op);
 
-// Tracking (object.cpp): the heap of the object's page keeps the lists.
+// Tracking (tracking.cpp): the heap of the object's page keeps the lists.
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 
 // The common case of tracking: not tracked yet, room in generation 0's
