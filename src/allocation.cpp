@@ -14,8 +14,7 @@ bool ensure_ready(cgc_type *type, const char *function) {
         report(CGC_ERR_MISUSE, "%s: the type is NULL", function);
         return false;
     }
-    if (type->tp_flags & CGC_TPFLAGS_READY) return true;
-    return cgc_type_ready(type) == 0;
+    return type_is_ready(type) || cgc_type_ready(type) == 0;
 }
 
 // Size of the object part (without the collector header), or -1.
@@ -51,7 +50,7 @@ bool refuse_if_too_large(size_t size, const char *function, const cgc_type *type
 
 cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *function,
                             bool spare_item) {
-    if (!type || !(type->tp_flags & CGC_TPFLAGS_READY)) {
+    if (!type || !type_is_ready(type)) {
         if (!ensure_ready(type, function)) return nullptr;
     }
     cgc_ssize_t size = nitems == 0 && type->tp_basicsize >= static_cast<cgc_ssize_t>(sizeof(cgc_object))
@@ -205,7 +204,9 @@ namespace {
 [[gnu::always_inline]] inline cgc_object *try_new_gc(cgc_type *type, cgc_ssize_t nitems) {
     constexpr unsigned long kReadyGc = CGC_TPFLAGS_READY | CGC_TPFLAGS_HAVE_GC;
     Heap *heap = t_current_heap;
-    if (!heap || !type || (type->tp_flags & kReadyGc) != kReadyGc) return nullptr;
+    // (Acquire: pairs with cgc_type_ready's release on another thread.)
+    if (!heap || !type || (std::atomic_ref(type->tp_flags).load(std::memory_order_acquire) & kReadyGc) != kReadyGc)
+        return nullptr;
     // (Below the small limit nothing overflows; a tp_basicsize below
     // sizeof(cgc_object) gets the smallest class, which holds one; a
     // negative size or count is not small.)
