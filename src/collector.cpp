@@ -292,7 +292,7 @@ class YoungCandidates {
         } catch (...) {
             return;  // Out of memory: they stay out of this collection.
         }
-        heap_.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+        for_each_tracked(heap_.space, [&](cgc_object *op, GcMeta &meta) {
             if (meta.generation <= generation && meta.word == kUnlisted) list_.push_back(op);  // (room reserved)
         });
         for (int g = 0; g <= generation; ++g) heap_.young_unlisted[g] = 0;
@@ -605,7 +605,7 @@ int visit_find(cgc_object *child, void *arg) {
 // it, naming one referrer (a slow search, on this error path only).
 void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
     cgc_object *referrer = nullptr;
-    heap.space.for_each_tracked([&](cgc_object *candidate, GcMeta &) {
+    for_each_tracked(heap.space, [&](cgc_object *candidate, GcMeta &) {
         if (referrer) return;
         FindReferrer search{op, false};
         traverse(candidate, visit_find, &search);
@@ -641,7 +641,7 @@ Found find_unreachable_full(Heap &heap) {
     for (int g = 0; g < 2; ++g)
         for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
     if (heap.young_unlisted[0] || heap.young_unlisted[1]) {
-        heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
+        for_each_tracked(heap.space, [](cgc_object *, GcMeta &meta) {
             if (meta.generation < 2) meta.word = 0;
         });
     }
@@ -650,11 +650,11 @@ Found find_unreachable_full(Heap &heap) {
     PageSpace &space = heap.space;
     // The three walks below see the same tracked objects (nothing is
     // tracked or untracked meanwhile): the first records which slots of the
-    // pages it gathers are tracked, the others read that (PageSpace::Masks).
+    // pages it gathers are tracked, the others read that (RecordedMasks).
     RefCounter counter;
-    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.generation != kPermanent) traverse(op, visit_count, &counter);
-    }, PageSpace::Masks::record);
+    }, Masks::record, &heap.recorded_masks);
     counter.flush();
 
     MarkStack stack{heap};
@@ -663,7 +663,7 @@ Found find_unreachable_full(Heap &heap) {
     // among them) has a type with tp_del or tp_finalize: read here, where the
     // object's first line is in cache, instead of in a pass of its own.
     bool maybe_finalizers = false;
-    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
         ++found.candidates;
         if (stack.failed) return;
@@ -691,7 +691,7 @@ Found find_unreachable_full(Heap &heap) {
             stack.items.pop_back();
             traverse(next, visit_mark_full, &stack);
         }
-    }, PageSpace::Masks::replay);
+    }, Masks::replay, &heap.recorded_masks);
     if (stack.failed)
         report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
     if (heap.traverse_failed) stack.failed = true;  // (a traversal cut short: nothing is unreachable)
@@ -706,7 +706,7 @@ Found find_unreachable_full(Heap &heap) {
         if (!stack.failed) reserve_counted(heap, unreachable, static_cast<size_t>(found.candidates) - stack.marked);
     } catch (...) {
     }
-    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
         meta.schedule = 0;  // (the long-lived count starts again: update_long_lived)
         if (!(meta.flags & kReachable) && !stack.failed) {
@@ -723,7 +723,7 @@ Found find_unreachable_full(Heap &heap) {
         meta.flags &= static_cast<uint8_t>(~kReachable);
         meta.generation = 2;
         meta.word = 0;
-    }, PageSpace::Masks::replay);
+    }, Masks::replay, &heap.recorded_masks);
     return found;
 }
 
@@ -980,7 +980,7 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
 
 void log_generation_sizes(Heap &heap, int generation) {
     cgc_ssize_t old = 0, frozen = 0;
-    heap.space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *, GcMeta &meta) {
         if (meta.generation == 2) ++old;
         if (meta.generation == kPermanent) ++frozen;
     });
@@ -1002,7 +1002,7 @@ void release_large_scratch(Heap &heap) {
     release(heap.unreachable);
     release(heap.mark_stack);
     release(heap.candidate_metas);
-    heap.space.release_large_masks(kKeptEntries);
+    heap.recorded_masks.release_if_larger(kKeptEntries);
 }
 
 struct Outcome {
