@@ -17,9 +17,9 @@
 //        collection leaves objects ahead of its page walk to the walk);
 //     d. the unmarked candidates form the unreachable set (an array; an
 //        object freed or untracked later leaves a NULL behind). The others
-//        move to the next older generation.
-//     Unreachable objects with a legacy finalizer (tp_del), and all they
-//     reach, are set apart as uncollectable (kept, listed as garbage).
+//        move to the next older generation;
+//     e. unreachable objects with a legacy finalizer (tp_del), and all they
+//        reach, are set apart as uncollectable (kept, listed as garbage).
 //  2. Weak references to unreachable objects are cleared, and the callbacks
 //     of those weak references that are themselves reachable run: no
 //     callback can see a half-destroyed object. Then finalize (PEP 442):
@@ -32,7 +32,7 @@
 //  4. Clear weak references made meanwhile, then call each unreachable
 //     object's tp_clear (dropping its references breaks the cycle, and
 //     reference counting frees the rest); an object not freed by that (no
-//     tp_clear, or kept alive) moves to the old generation.
+//     tp_clear, or kept alive) moves to the older generation.
 //
 // An object's states: untracked -> tracked in generation g -> candidate
 // (kCollecting) -> reachable (back in a generation) or unreachable ->
@@ -190,9 +190,10 @@ class CandidateTest {
     const uint64_t *pages_;
 };
 
-// Step 1 runs in this scope. Only tp_traverse runs, which must not change
-// the graph. So that the fast paths need no phase test, they are made to
-// fail meanwhile and their slow paths refuse and report:
+// Steps 1a to 1d (and their repeat in step 3) run in this scope. Only
+// tp_traverse runs, which must not change the graph. So that the fast paths
+// need no phase test, they are made to fail meanwhile and their slow paths
+// refuse and report:
 // - generation 0's array is parked (empty, no room) and so is its count of
 //   unlisted objects: tracking (try_track) and untracking the newest
 //   object (untrack_newest) fail;
@@ -430,7 +431,7 @@ bool mark_reachable(Heap &heap, Set &set) {
     return !stack.failed && !heap.traverse_failed;
 }
 
-// The unreachable array seen as a set of candidates (for steps 3 and 4).
+// The unreachable array seen as a set of candidates (for step 3).
 struct UnreachableSet {
     std::vector<cgc_object *> &items;
     template <typename F>
@@ -636,6 +637,8 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
     report_broken_count(heap, op, meta);
 }
 
+// Step 1, 1a to 1d, of a full collection: 1a and 1b in one walk (references
+// counted up from 0), 1c and 1d in one walk each.
 Found find_unreachable_full(Heap &heap) {
     // Young objects are candidates too: their words (indices) become 0.
     for (int g = 0; g < 2; ++g)
@@ -728,7 +731,7 @@ Found find_unreachable_full(Heap &heap) {
 }
 
 
-// Step 1: the unreachable candidates end in heap.unreachable.
+// Step 1, 1a to 1d: the unreachable candidates end in heap.unreachable.
 template <typename Set>
 Found find_unreachable(Heap &heap, Set &set, int older) {
     AnalysisPhase analysis(heap);
@@ -742,7 +745,7 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     return found;
 }
 
-// Step 3, legacy finalizers: unreachable objects with tp_del and all they
+// Step 1e, legacy finalizers: unreachable objects with tp_del and all they
 // reach become uncollectable. They wait in heap.uncollectable (an object
 // freed meanwhile, when clearing the collectable garbage drops the last
 // reference to it, leaves a NULL and is not counted, as in CPython).
@@ -797,7 +800,8 @@ void call_holding(cgc_object *op, const char *what, Function function) {
     cgc_decref(op);
 }
 
-// Step 2, finalizers. Returns whether any ran.
+// Step 2, finalizers (after the weak references: handle_weakrefs). Returns
+// whether any ran.
 bool finalize_garbage(Heap &heap) {
     heap.phase = Phase::finalizing;
     bool ran = false;
@@ -1020,7 +1024,7 @@ Outcome run_collection(Heap &heap, int generation) {
     for (int g = 0; g <= generation; ++g) gens[g].count = 0;
 
     Outcome outcome;
-    Found found;
+    Found found;  // step 1
     if (oldest) {
         found = find_unreachable_full(heap);
     } else {
@@ -1030,16 +1034,18 @@ Outcome run_collection(Heap &heap, int generation) {
     outcome.candidates = found.candidates;
     update_long_lived(heap, generation, found.candidates - found.unreachable);
 
-    bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);
+    bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);  // 1e
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
+    // Step 2.
     heap.phase = Phase::finalizing;
     bool user_code_ran = false;
     cgc_ssize_t weakrefs_freed = handle_weakrefs(heap, heap.unreachable, &user_code_ran);
     // (Weak reference callbacks may free unreachable objects, never add any:
     // without a finalizer among them before, there is none after.)
     if (finalizers) user_code_ran |= finalize_garbage(heap);
-    if (user_code_ran) keep_resurrected(heap, older);
+    if (user_code_ran) keep_resurrected(heap, older);  // step 3
+    // Step 4.
     clear_weakrefs_silently(heap, heap.unreachable);
     outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
                                              heap.unreachable.begin(), heap.unreachable.end(),
