@@ -4,7 +4,7 @@
 #pragma once
 
 #include "object_array.hpp"
-#include "pages.hpp"
+#include "page_walk.hpp"
 
 #include <cyclegc/cyclegc.h>
 
@@ -83,6 +83,7 @@ constexpr uint32_t kUnlisted = UINT32_MAX;
 
 struct Heap {
     PageSpace space;  // where GC objects live
+    RecordedMasks recorded_masks;  // for a full collection's page walks
     Generation generations[CGC_NUM_GENERATIONS];
     // The tracked objects of generations 0 and 1 (GcMeta::word is the index).
     // Generation 2 and the permanent generation are all other tracked
