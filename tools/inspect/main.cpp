@@ -120,7 +120,9 @@ std::vector<uint32_t> chain_to(const Snapshot &s, Wanted wanted) {
 void print_chain(const Snapshot &s, const cyclegc::internal::diag::Dominators &d, const Options &options) {
     std::vector<uint32_t> chain = options.by_id ? chain_to(s, [&](uint32_t n) { return s.id[n] == options.id; })
                                                 : chain_to(s, [&](uint32_t n) { return n != 0 && s.name_of(n) == options.type; });
-    std::string what = options.by_id ? "@" + std::to_string(options.id) : options.type;
+    // (Appended, not `"@" + std::string`: GCC 12 at -O3 warns about that
+    // operator+, inlined, with a false -Wrestrict.)
+    std::string what = options.by_id ? std::string("@").append(std::to_string(options.id)) : options.type;
     if (chain.empty()) {
         std::printf("retainer chain of %s: not reached from the root\n", what.c_str());
         return;
