@@ -253,12 +253,14 @@ class YoungCandidates {
     }
     // The array goes back to generation 0 (if nothing was tracked since),
     // empty: no regrowth after each young collection (unless it grew past
-    // the cap, gathering unlisted objects).
+    // what generation 0 holds between collections, gathering unlisted
+    // objects). Regrowing past the cap would also count the heap's objects
+    // (unlist_young), a walk over every page, twice per collection.
     ~YoungCandidates() {
         metas_.clear();
         ObjectArray &young = heap_.young[0];
         list_.clear();
-        if (young.empty() && young.capacity() < list_.capacity() && list_.capacity() <= heap_.young_list_cap)
+        if (young.empty() && young.capacity() < list_.capacity() && list_.capacity() <= heap_.young_capacity_kept())
             list_.swap(young);
     }
     YoungCandidates(const YoungCandidates &) = delete;

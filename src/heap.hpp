@@ -8,6 +8,7 @@
 
 #include <cyclegc/cyclegc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdint>
@@ -73,10 +74,12 @@ constexpr cgc_ssize_t kDefaultThresholds[CGC_NUM_GENERATIONS] = {700, 10, 10};
 // (the trashcan): frees a 10M-long chain in constant stack.
 constexpr int kMaxDeallocDepth = 50;
 // A young array's length from which its generation's objects may go unlisted
-// (Heap::young_unlisted): 64 KiB of pointers. Under the default thresholds
-// the arrays stay below it (generation 1 gathers the survivors of at most 11
-// collections of about 700 objects), and a heap built with automatic
-// collection off does not pay an array slot per object (docs/design.md).
+// (Heap::young_unlisted): 64 KiB of pointers, or more while the adaptive
+// schedule raises generation 0's threshold (Heap::young_capacity_kept).
+// Under CPython's thresholds the arrays stay below it (generation 1 gathers
+// the survivors of at most 11 collections of about 700 objects), and a heap
+// built with automatic collection off does not pay an array slot per object
+// (docs/design.md).
 constexpr size_t kYoungListCap = size_t(1) << 13;
 // GcMeta::word of an unlisted young object.
 constexpr uint32_t kUnlisted = UINT32_MAX;
@@ -202,6 +205,16 @@ struct Heap {
 
     Heap();
     bool collecting() const { return phase != Phase::idle; }
+    // The length up to which a young array grows before its objects may go
+    // unlisted, and the storage generation 0's array keeps from one
+    // collection to the next: the cap, or room for twice generation 0's
+    // effective threshold (raised by the adaptive schedule) if larger.
+    size_t young_capacity_kept() const {
+        if (unlist_whatever_the_heap) return young_list_cap;  // (tests: the cap, exactly)
+        cgc_ssize_t threshold = generations[0].threshold;
+        size_t room = threshold > 0 && threshold < PTRDIFF_MAX / 2 ? 2 * size_t(threshold) : 0;
+        return std::max(young_list_cap, room);
+    }
     // The tracked objects of young generation g, listed or not.
     size_t young_count(int g) const { return young[g].size() + young_unlisted[g]; }
     // Empties both young generations' lists (their objects have moved on).

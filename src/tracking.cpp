@@ -23,10 +23,11 @@ namespace {
 
 // Whether a young object placed in a full array goes unlisted instead of
 // growing it (Heap::young_unlisted). Asked when the array must grow, so the
-// count of the heap's objects (a pass over its pages) is rare.
+// count of the heap's objects (a pass over its pages) is rare; never below
+// what generation 0 gathers between two collections (young_capacity_kept).
 bool unlist_young(Heap &heap, int generation) {
     size_t listed = heap.young[generation].size();
-    if (listed < heap.young_list_cap) return false;
+    if (listed < heap.young_capacity_kept()) return false;
     return heap.young_unlisted[generation] > 0 || heap.unlist_whatever_the_heap ||
            2 * listed >= heap.space.live_objects();
 }
