@@ -1074,10 +1074,9 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
 
     bool stats_wanted = (heap.debug_flags & CGC_DEBUG_STATS) != 0;
     if (stats_wanted) log_generation_sizes(heap, generation);
-    auto start = std::chrono::steady_clock::now();
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Outcome outcome = run_collection(heap, generation, incremental_final);
-    auto elapsed = std::chrono::steady_clock::now() - start;
-    auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+    uint64_t ns = pause_clock_ns(heap.pause_clock_thread_cpu) - start;
     // (The final step is part of a slice, which records the pause.)
     if (!incremental_final) heap.pauses.record(ns);
     if (stats_wanted) log_done(heap, outcome.collected, outcome.uncollectable, ns);
@@ -1117,7 +1116,7 @@ cgc_ssize_t collect_automatic(Heap &heap) {
         cgc_generation_stats before = generation.stats;
         cgc_ssize_t found = collect(heap, g);
         adapt_schedule(heap, g, generation.stats.examined - before.examined,
-                       generation.stats.collected - before.collected);
+                       generation.stats.collected - before.collected, generation.stats.total_ns - before.total_ns);
         return found;
     }
     return 0;

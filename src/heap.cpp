@@ -26,6 +26,8 @@ Heap::Heap() {
     // suites run again with a budget.
     if (const char *budget = std::getenv("CYCLEGC_PAUSE_BUDGET_NS"))
         incremental.budget_ns = std::strtoull(budget, nullptr, 10);
+    if (const char *clock = std::getenv("CYCLEGC_PAUSE_CLOCK"))
+        pause_clock_thread_cpu = std::string_view(clock) == "thread";
     if (const char *cap = std::getenv("CYCLEGC_YOUNG_LIST_CAP")) {
         young_list_cap = std::strtoull(cap, nullptr, 10);
         unlist_whatever_the_heap = true;

@@ -155,6 +155,7 @@ struct Heap {
     // The incremental cycle, if one runs, and the pause budget; the pauses.
     IncrementalCycle incremental;
     PauseHistogram pauses;
+    bool pause_clock_thread_cpu = false;  // (CYCLEGC_PAUSE_CLOCK=thread: pause_clock_ns)
 
     // Trashcan: objects whose deallocation was deferred, linked through
     // their ob_refcnt field, complemented so that the count reads below
@@ -492,8 +493,9 @@ void validate_heap(Heap &heap, const char *when);
 cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final = false);
 cgc_ssize_t collect_automatic(Heap &heap);
 // The adaptive schedule's decision after an automatic collection of
-// `generation` that examined `examined` objects and freed `collected`.
-void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected);
+// `generation` that examined `examined` objects, freed `collected` and took
+// `ns`.
+void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected, uint64_t ns);
 // Whether generation g (> 0) is due: its count is over its effective threshold.
 bool generation_due(const Heap &heap, int g);
 // Called when a GC object is allocated: counts it, may collect.

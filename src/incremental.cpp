@@ -21,12 +21,10 @@
 #include "heap.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 namespace cyclegc::internal {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // A word that no subtraction lowers (a count that is huge or broken: the
 // final step reports broken counts).
@@ -51,18 +49,19 @@ constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 
 // One slice's clock and work.
 struct Slice {
-    Clock::time_point deadline;
+    bool thread_cpu;  // the heap's pause clock
+    uint64_t deadline;
     bool bounded;
     uint64_t least_work;
     uint64_t done = 0;
     uint64_t next_check = kFirstCheck;
 
-    Slice(uint64_t ns, uint64_t least)
-        : deadline(Clock::now() + std::chrono::nanoseconds(ns)), bounded(ns != 0), least_work(least) {}
+    Slice(const Heap &heap, uint64_t start, uint64_t ns, uint64_t least)
+        : thread_cpu(heap.pause_clock_thread_cpu), deadline(start + ns), bounded(ns != 0), least_work(least) {}
     bool out_of_time() {
         if (done < next_check) return false;
         next_check = done + kClockEvery;
-        return bounded && done >= least_work && Clock::now() >= deadline;
+        return bounded && done >= least_work && pause_clock_ns(thread_cpu) >= deadline;
     }
 };
 
@@ -220,12 +219,9 @@ bool gather_unmarked(Heap &heap, Slice &slice) {
     });
 }
 
-void start_cycle(Heap &heap) {
-    // The young generations first: the cycle then examines every object
-    // tracked now, so that the garbage of this moment is freed when it ends.
-    collect(heap, 1);
+// Starts a cycle over the objects in generation 2 now.
+void begin_cycle(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
-    if (heap.collecting() || cycle.running()) return;  // (cannot happen: no collection runs here)
     cycle.step = IncrementalStep::candidates;
     cycle.page = 0;
     cycle.slot = 0;
@@ -253,9 +249,7 @@ bool analyse(Heap &heap, Slice &slice) {
     }
 }
 
-uint64_t elapsed_ns(Clock::time_point since) {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
-}
+uint64_t elapsed_ns(const Heap &heap, uint64_t since) { return pause_clock_ns(heap.pause_clock_thread_cpu) - since; }
 
 }  // namespace
 
@@ -289,11 +283,15 @@ void abandon_cycle(Heap &heap) {
 }
 
 int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
-    if (!heap.incremental.running()) start_cycle(heap);
     IncrementalCycle &cycle = heap.incremental;
-    if (!cycle.running()) return 0;
-    auto start = Clock::now();
-    Slice slice(ns, least_work);
+    if (!cycle.running()) {
+        // The young generations first: the cycle then examines every object
+        // tracked now, so that the garbage of this moment is freed when it ends.
+        collect(heap, 1);
+        begin_cycle(heap);
+    }
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    Slice slice(heap, start, ns, least_work);
     bool finished = false;
     // The final step starts a slice of its own (unless the slice is
     // unbounded): its pause, proportional to the gathered set, is not added
@@ -307,7 +305,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
         }
     }
     cycle.count_at_slice = heap.generations[0].count;
-    uint64_t took = elapsed_ns(start);
+    uint64_t took = elapsed_ns(heap, start);
     heap.pauses.record(took);
     cgc_generation_stats &stats = heap.generations[2].stats;
     stats.total_ns += took;
@@ -319,27 +317,26 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
     Generation &young = heap.generations[0];
     cgc_ssize_t allocated = std::max<cgc_ssize_t>(young.count - cycle.count_at_slice, 0);
-    auto start = Clock::now();
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     cgc_ssize_t found = 0;
-    bool full_due = !cycle.running() && generation_due(heap, 2) &&
-                    heap.long_lived_pending >= heap.long_lived_total / 4;
-    if (full_due) {
-        run_slice(heap, cycle.budget_ns, 0);  // (starts with a collection of generations 0 and 1)
-    } else {
-        // The young collection due, as collect_automatic would run it.
-        heap.apply_young_threshold();
-        if (young.count > young.threshold) {
-            int g = generation_due(heap, 1) ? 1 : 0;
-            cgc_generation_stats before = heap.generations[g].stats;
-            found = collect(heap, g);
-            adapt_schedule(heap, g, heap.generations[g].stats.examined - before.examined,
-                           heap.generations[g].stats.collected - before.collected);
-        }
-        if (cycle.running()) {
-            uint64_t spent = elapsed_ns(start);
-            uint64_t left = cycle.budget_ns > spent ? cycle.budget_ns - spent : 1;
-            run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation);
-        }
+    // The young collection due, as collect_automatic would run it.
+    heap.apply_young_threshold();
+    if (young.count > young.threshold) {
+        int g = generation_due(heap, 1) ? 1 : 0;
+        cgc_generation_stats before = heap.generations[g].stats;
+        found = collect(heap, g);
+        const cgc_generation_stats &after = heap.generations[g].stats;
+        adapt_schedule(heap, g, after.examined - before.examined, after.collected - before.collected,
+                       after.total_ns - before.total_ns);
+    }
+    // Where a full collection would run, a cycle starts (over generation 2:
+    // the young garbage of this moment is the young collections' to free).
+    if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
+        begin_cycle(heap);
+    if (cycle.running()) {
+        uint64_t spent = elapsed_ns(heap, start);
+        uint64_t left = cycle.budget_ns > spent ? cycle.budget_ns - spent : 1;
+        run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation);
     }
     cycle.count_at_slice = young.count;
     // The next slice: after kSliceInterval more allocations at most.

@@ -4,7 +4,6 @@
 
 #include <cyclegc/cyclegc.h>
 
-#include <chrono>
 #include <cstdint>
 #include <vector>
 

@@ -5,8 +5,19 @@
 #include <cyclegc/cyclegc.h>
 
 #include <cstdint>
+#include <ctime>
 
 namespace cyclegc::internal {
+
+// The clock of pauses, slice deadlines and collection times: monotonic wall
+// time, or (CYCLEGC_PAUSE_CLOCK=thread, read when a heap is made) the
+// thread's CPU time, for measuring pauses on a machine shared with other
+// work, where wall time counts the time the thread waits for a core.
+inline uint64_t pause_clock_ns(bool thread_cpu) {
+    timespec now;
+    clock_gettime(thread_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &now);
+    return uint64_t(now.tv_sec) * 1'000'000'000u + uint64_t(now.tv_nsec);
+}
 
 // Log-linear buckets: [0, 1024 ns) is one bucket, then each power of two
 // from 2^10 ns (about 1 us) is split into kSubBuckets equal parts, so a

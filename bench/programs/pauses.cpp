@@ -104,7 +104,7 @@ uint64_t run_tree(long heap, long allocations, random_source &random) {
         }
         if (i % 100'000 == 0)
             for (long k = 0; k < rewrites / 5; ++k)  // (one fifth every 100,000 iterations of about 5 allocations)
-                all[random.below(all.size())]->cross = handle(all[random.below(all.size())]);
+                all[random.below(all.size())]->cross = handle::borrow(all[random.below(all.size())]);
     }
     return checksum + (root ? 1 : 0);
 }
@@ -155,6 +155,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     cyclegc::set_pause_budget(std::chrono::nanoseconds(budget));
+    if (std::getenv("PAUSES_DEBUG")) cgc_set_debug(CGC_DEBUG_STATS);
     random_source random;
     double cpu_start = cpu_seconds();
     uint64_t before_gc = 0;
@@ -174,5 +175,11 @@ int main(int argc, char **argv) {
                 static_cast<unsigned long long>(cyclegc::get_stats(2).collections - before_full),
                 double(peak_rss_kb()) / 1024,
                 static_cast<unsigned long long>(checksum));
+    for (int g = 0; g < 3; ++g) {
+        auto stats = cyclegc::get_stats(g);
+        std::printf("  generation %d: %llu collections, %.3f s, longest %.3f ms\n", g,
+                    static_cast<unsigned long long>(stats.collections), double(stats.total_ns) / 1e9,
+                    double(stats.max_pause_ns) / 1e6);
+    }
     return 0;
 }
