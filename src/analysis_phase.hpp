@@ -5,8 +5,9 @@
 
 namespace cyclegc::internal {
 
-// A collection's step 1, and an incremental cycle's slice, run in this
-// scope. Only tp_traverse runs, which must not change the graph. So that the fast paths need no phase test, they are made to
+// Steps 1a to 1d of a collection (and their repeat in step 3), and an
+// incremental cycle's slices, run in this scope. Only tp_traverse runs,
+// which must not change the graph. So that the fast paths need no phase test, they are made to
 // fail meanwhile and their slow paths refuse and report:
 // - generation 0's array is parked (empty, no room) and so is its count of
 //   unlisted objects: tracking (try_track) and untracking the newest

@@ -17,9 +17,9 @@
 //        collection leaves objects ahead of its page walk to the walk);
 //     d. the unmarked candidates form the unreachable set (an array; an
 //        object freed or untracked later leaves a NULL behind). The others
-//        move to the next older generation.
-//     Unreachable objects with a legacy finalizer (tp_del), and all they
-//     reach, are set apart as uncollectable (kept, listed as garbage).
+//        move to the next older generation;
+//     e. unreachable objects with a legacy finalizer (tp_del), and all they
+//        reach, are set apart as uncollectable (kept, listed as garbage).
 //  2. Weak references to unreachable objects are cleared, and the callbacks
 //     of those weak references that are themselves reachable run: no
 //     callback can see a half-destroyed object. Then finalize (PEP 442):
@@ -32,7 +32,7 @@
 //  4. Clear weak references made meanwhile, then call each unreachable
 //     object's tp_clear (dropping its references breaks the cycle, and
 //     reference counting frees the rest); an object not freed by that (no
-//     tp_clear, or kept alive) moves to the old generation.
+//     tp_clear, or kept alive) moves to the older generation.
 //
 // An object's states: untracked -> tracked in generation g -> candidate
 // (kCollecting) -> reachable (back in a generation) or unreachable ->
@@ -258,7 +258,7 @@ class YoungCandidates {
         } catch (...) {
             return;  // Out of memory: they stay out of this collection.
         }
-        heap_.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+        for_each_tracked(heap_.space, [&](cgc_object *op, GcMeta &meta) {
             if (meta.generation <= generation && meta.word == kUnlisted) list_.push_back(op);  // (room reserved)
         });
         for (int g = 0; g <= generation; ++g) heap_.young_unlisted[g] = 0;
@@ -396,7 +396,7 @@ bool mark_reachable(Heap &heap, Set &set) {
     return !stack.failed && !heap.traverse_failed;
 }
 
-// The unreachable array seen as a set of candidates (for steps 3 and 4).
+// The unreachable array seen as a set of candidates (for step 3).
 struct UnreachableSet {
     std::vector<cgc_object *> &items;
     template <typename F>
@@ -572,7 +572,7 @@ int visit_find(cgc_object *child, void *arg) {
 // it, naming one referrer (a slow search, on this error path only).
 void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
     cgc_object *referrer = nullptr;
-    heap.space.for_each_tracked([&](cgc_object *candidate, GcMeta &) {
+    for_each_tracked(heap.space, [&](cgc_object *candidate, GcMeta &) {
         if (referrer) return;
         FindReferrer search{op, false};
         traverse(candidate, visit_find, &search);
@@ -603,12 +603,14 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
     report_broken_count(heap, op, meta);
 }
 
+// Step 1, 1a to 1d, of a full collection: 1a and 1b in one walk (references
+// counted up from 0), 1c and 1d in one walk each.
 Found find_unreachable_full(Heap &heap) {
     // Young objects are candidates too: their words (indices) become 0.
     for (int g = 0; g < 2; ++g)
         for (cgc_object *op : heap.young[g]) meta_of(op).word = 0;
     if (heap.young_unlisted[0] || heap.young_unlisted[1]) {
-        heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
+        for_each_tracked(heap.space, [](cgc_object *, GcMeta &meta) {
             if (meta.generation < 2) meta.word = 0;
         });
     }
@@ -617,11 +619,11 @@ Found find_unreachable_full(Heap &heap) {
     PageSpace &space = heap.space;
     // The three walks below see the same tracked objects (nothing is
     // tracked or untracked meanwhile): the first records which slots of the
-    // pages it gathers are tracked, the others read that (PageSpace::Masks).
+    // pages it gathers are tracked, the others read that (RecordedMasks).
     RefCounter counter;
-    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.generation != kPermanent) traverse(op, visit_count, &counter);
-    }, PageSpace::Masks::record);
+    }, Masks::record, &heap.recorded_masks);
     counter.flush();
 
     MarkStack stack{heap};
@@ -630,7 +632,7 @@ Found find_unreachable_full(Heap &heap) {
     // among them) has a type with tp_del or tp_finalize: read here, where the
     // object's first line is in cache, instead of in a pass of its own.
     bool maybe_finalizers = false;
-    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
         ++found.candidates;
         if (stack.failed) return;
@@ -658,7 +660,7 @@ Found find_unreachable_full(Heap &heap) {
             stack.items.pop_back();
             traverse(next, visit_mark_full, &stack);
         }
-    }, PageSpace::Masks::replay);
+    }, Masks::replay, &heap.recorded_masks);
     if (stack.failed)
         report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; this collection frees nothing");
     if (heap.traverse_failed) stack.failed = true;  // (a traversal cut short: nothing is unreachable)
@@ -673,7 +675,7 @@ Found find_unreachable_full(Heap &heap) {
         if (!stack.failed) reserve_counted(heap, unreachable, static_cast<size_t>(found.candidates) - stack.marked);
     } catch (...) {
     }
-    space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.generation == kPermanent) return;
         meta.schedule = 0;  // (the long-lived count starts again: update_long_lived)
         if (!(meta.flags & kReachable) && !stack.failed) {
@@ -690,12 +692,12 @@ Found find_unreachable_full(Heap &heap) {
         meta.flags &= static_cast<uint8_t>(~kReachable);
         meta.generation = 2;
         meta.word = 0;
-    }, PageSpace::Masks::replay);
+    }, Masks::replay, &heap.recorded_masks);
     return found;
 }
 
 
-// Step 1: the unreachable candidates end in heap.unreachable.
+// Step 1, 1a to 1d: the unreachable candidates end in heap.unreachable.
 template <typename Set>
 Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     AnalysisPhase analysis(heap);
@@ -729,7 +731,7 @@ Found find_unreachable_gathered(Heap &heap) {
     return find_unreachable(heap, candidates, 2, false);
 }
 
-// Step 3, legacy finalizers: unreachable objects with tp_del and all they
+// Step 1e, legacy finalizers: unreachable objects with tp_del and all they
 // reach become uncollectable. They wait in heap.uncollectable (an object
 // freed meanwhile, when clearing the collectable garbage drops the last
 // reference to it, leaves a NULL and is not counted, as in CPython).
@@ -784,7 +786,8 @@ void call_holding(cgc_object *op, const char *what, Function function) {
     cgc_decref(op);
 }
 
-// Step 2, finalizers. Returns whether any ran.
+// Step 2, finalizers (after the weak references: handle_weakrefs). Returns
+// whether any ran.
 bool finalize_garbage(Heap &heap) {
     heap.phase = Phase::finalizing;
     bool ran = false;
@@ -969,7 +972,7 @@ void invoke_callbacks(Heap &heap, const char *phase, const cgc_collection_info &
 
 void log_generation_sizes(Heap &heap, int generation) {
     cgc_ssize_t old = 0, frozen = 0;
-    heap.space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *, GcMeta &meta) {
         if (meta.generation == 2) ++old;
         if (meta.generation == kPermanent) ++frozen;
     });
@@ -991,7 +994,7 @@ void release_large_scratch(Heap &heap) {
     release(heap.unreachable);
     release(heap.mark_stack);
     release(heap.candidate_metas);
-    heap.space.release_large_masks(kKeptEntries);
+    heap.recorded_masks.release_if_larger(kKeptEntries);
 }
 
 // DEBUG_STATS: the collection's outcome and the heap's pauses so far.
@@ -1025,7 +1028,7 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     }
 
     Outcome outcome;
-    Found found;
+    Found found;  // step 1
     if (incremental_final) {
         cgc_ssize_t examined = heap.incremental.candidates;
         found = find_unreachable_gathered(heap);
@@ -1039,16 +1042,18 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     outcome.candidates = found.candidates;
     update_long_lived(heap, generation, found.candidates - found.unreachable, incremental_final);
 
-    bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);
+    bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);  // 1e
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
+    // Step 2.
     heap.phase = Phase::finalizing;
     bool user_code_ran = false;
     cgc_ssize_t weakrefs_freed = handle_weakrefs(heap, heap.unreachable, &user_code_ran);
     // (Weak reference callbacks may free unreachable objects, never add any:
     // without a finalizer among them before, there is none after.)
     if (finalizers) user_code_ran |= finalize_garbage(heap);
-    if (user_code_ran) keep_resurrected(heap, older);
+    if (user_code_ran) keep_resurrected(heap, older);  // step 3
+    // Step 4.
     clear_weakrefs_silently(heap, heap.unreachable);
     outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
                                              heap.unreachable.begin(), heap.unreachable.end(),

@@ -64,7 +64,7 @@ void for_each_tracked(Heap &heap, int generation, Visit visit) {
     }
     if (generation >= 0 && generation < 2 && !unlisted) return;
     bool going = true;
-    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
         if (!going || (meta.flags & kCollecting)) return;
         if (meta.generation < 2) {
             bool wanted = generation < 0 || generation == kPermanent || generation == meta.generation;
@@ -186,7 +186,7 @@ void cgc_freeze(void) {
         return;
     }
     abandon_cycle(heap);  // (its candidates become frozen)
-    heap.space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *, GcMeta &meta) {
         if (meta.generation != kPermanent) meta.generation = kPermanent;
         // Frozen objects no longer count toward the next full collection.
         heap.long_lived_pending -= meta.schedule & kPromotedPending;
@@ -202,7 +202,7 @@ void cgc_unfreeze(void) {
         report(CGC_ERR_MISUSE, "cgc_unfreeze (gc.unfreeze): called during a collection; ignored");
         return;
     }
-    heap.space.for_each_tracked([](cgc_object *, GcMeta &meta) {
+    for_each_tracked(heap.space, [](cgc_object *, GcMeta &meta) {
         if (meta.generation == kPermanent) {
             meta.generation = 2;
             meta.word = 0;
@@ -212,7 +212,7 @@ void cgc_unfreeze(void) {
 
 cgc_ssize_t cgc_get_freeze_count(void) {
     cgc_ssize_t count = 0;
-    current_heap().space.for_each_tracked([&](cgc_object *, GcMeta &meta) {
+    for_each_tracked(current_heap().space, [&](cgc_object *, GcMeta &meta) {
         if (meta.generation == kPermanent) ++count;
     });
     return count;

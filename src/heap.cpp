@@ -17,6 +17,8 @@
 
 namespace cyclegc::internal {
 
+void note_page_allocation(Heap &heap) { note_internal_allocation(heap); }
+
 Heap::Heap() {
     for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) set_threshold(g, kDefaultThresholds[g]);
     // Tests: a small cap, past which young objects go unlisted whatever the

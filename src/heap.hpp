@@ -5,11 +5,12 @@
 
 #include "incremental.hpp"
 #include "object_array.hpp"
-#include "pages.hpp"
+#include "page_walk.hpp"
 #include "pause_stats.hpp"
 
 #include <cyclegc/cyclegc.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdlib>
@@ -84,6 +85,7 @@ constexpr uint32_t kUnlisted = UINT32_MAX;
 
 struct Heap {
     PageSpace space;  // where GC objects live
+    RecordedMasks recorded_masks;  // for a full collection's page walks
     Generation generations[CGC_NUM_GENERATIONS];
     // The tracked objects of generations 0 and 1 (GcMeta::word is the index).
     // Generation 2 and the permanent generation are all other tracked
@@ -275,6 +277,13 @@ inline const char *type_name_of(const cgc_object *op) {
 }
 
 // The object has a collector header: a GC type whose tp_is_gc (if any) agrees.
+// Whether cgc_type_ready has finished with `type`. Another thread may be
+// readying a static type at this moment (type.cpp): the acquire pairs with
+// its release, so a ready type's slots are seen filled.
+inline bool type_is_ready(cgc_type *type) {
+    return (std::atomic_ref(type->tp_flags).load(std::memory_order_acquire) & CGC_TPFLAGS_READY) != 0;
+}
+
 inline bool has_gc_head(cgc_object *op) {
     cgc_type *type = op->ob_type;
     return (type->tp_flags & CGC_TPFLAGS_HAVE_GC) && (!type->tp_is_gc || type->tp_is_gc(op));
@@ -353,7 +362,7 @@ void track_slow(cgc_object *op);
 void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op, const char *function);
 void untrack_slow(cgc_object *op);
 
-// Tracking (object.cpp): the heap of the object's page keeps the lists.
+// Tracking (tracking.cpp): the heap of the object's page keeps the lists.
 inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
 
 // The common case of tracking: not tracked yet, room in generation 0's

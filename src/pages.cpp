@@ -2,9 +2,7 @@
 #include "pages.hpp"
 
 #include "arena.hpp"
-#include "heap.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -49,7 +47,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     }
     region_size = round_up(region_size, kPageSize);
     try {
-        note_internal_allocation(heap);
+        note_page_allocation(heap);
     } catch (const std::bad_alloc &) {
         return nullptr;  // injected failure
     }
@@ -171,28 +169,6 @@ void PageSpace::release_slow(Page *page, uint32_t index) {
         return;
     }
     free_page(page);
-}
-
-uint64_t *PageSpace::record_mask(size_t p, uint32_t n) {
-    size_t words = (n + 63) / 64;
-    if (!recording_failed_) {
-        try {
-            Heap &heap = *pages_[p]->heap;
-            // (Both grow by doubling: one page's few words at a time, an
-            // exact reserve would copy the whole record each time.)
-            if (recorded_.capacity() <= p) note_internal_allocation(heap);
-            recorded_.resize(std::max(recorded_.size(), p + 1), RecordedMasks{nullptr, 0, 0});
-            if (mask_words_.capacity() - mask_words_.size() < words) note_internal_allocation(heap);
-            auto first_word = static_cast<uint32_t>(mask_words_.size());
-            mask_words_.resize(mask_words_.size() + words);
-            recorded_[p] = {pages_[p], n, first_word};
-            return &mask_words_[first_word];
-        } catch (const std::bad_alloc &) {
-            // That page and the later ones are read from their GcMeta.
-            recording_failed_ = true;
-        }
-    }
-    return nullptr;
 }
 
 void PageSpace::free_emptied_pages() {

@@ -13,8 +13,9 @@
 //
 // So the collector's bookkeeping is 8 bytes per object, outside the object:
 // the object is exactly PyObject_HEAD + its fields. The collector walks pages
-// in address order (sequential, prefetch-friendly) for full collections;
-// young collections use per-generation arrays of the young objects.
+// in address order (sequential, prefetch-friendly) for full collections
+// (page_walk.hpp); young collections use per-generation arrays of the young
+// objects.
 //
 // A C++ object (cyclegc::object) may start its C part a few bytes into its
 // slot (after a vtable pointer): GcMeta::object_offset records where.
@@ -29,13 +30,16 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace cyclegc::internal {
 
+// Pages only keep a pointer to their heap.
 struct Heap;
+
+// Counts an allocation the pages make for themselves (a page): defined by
+// the heap (heap.cpp), it throws std::bad_alloc when fault injection says
+// this one fails.
+void note_page_allocation(Heap &heap);
 
 // The per-object metadata: 8 bytes.
 struct GcMeta {
@@ -129,7 +133,7 @@ struct Page {
     size_t region_size;  // bytes of the allocation (large pages: more than kPageSize)
     bool in_partial_list;
     // Set by the last walk that found none of the page's slots free or
-    // untracked (PageSpace::for_each_tracked): its next walk takes the
+    // untracked (for_each_tracked, page_walk.hpp): its next walk takes the
     // plain loop, whose test is predictable there. Only a hint: a wrong
     // one costs that walk its mispredictions, and the walk corrects it.
     bool walk_all_tracked;
@@ -252,15 +256,6 @@ class PageSpace {
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
 
-    // Gives back the memory of the recorded masks (Masks::record) if they
-    // took more than `kept_words` words; they are kept for the next
-    // collection otherwise.
-    void release_large_masks(size_t kept_words) {
-        if (mask_words_.capacity() <= kept_words) return;
-        std::vector<RecordedMasks>().swap(recorded_);
-        std::vector<uint64_t>().swap(mask_words_);
-    }
-
     // Keeps every page at its index in pages() until unpin(), as a walk
     // does (pages that empty meanwhile are freed then): an incremental
     // cycle walks the pages slice by slice with a (page, slot) cursor.
@@ -277,127 +272,9 @@ class PageSpace {
         return live;
     }
 
-    // What a walk does with the tracked-slot masks of the pages whose slots
-    // it gathers (see recorded_): nothing; record them; or read the recorded
-    // ones instead of the pages' GcMeta, which is only right while no
-    // object is tracked or untracked (a collection's analysis).
-    enum class Masks { none, record, replay };
-
-    // Calls f(object, meta) for every tracked object, in address order of
-    // each page. f may run user code (a tp_traverse) that allocates and
-    // frees untracked objects: pages made meanwhile are walked too (their
-    // objects are untracked), and pages that empty meanwhile stay in place
-    // until the walk ends (a page freed mid-walk would move another into its
-    // place in pages(), which the walk would then skip).
-    template <typename F>
-    void for_each_tracked(F f, Masks masks = Masks::none) {
-        WalkGuard guard(*this);
-        if (masks == Masks::record) start_recording();
-        uint16_t tracked[kPageSize / kGranule];
-        for (size_t p = 0; p < pages_.size(); ++p) {
-            Page *page = pages_[p];
-            const GcMeta *meta = page->meta;
-            uint32_t n = page->bump, used = page->used;
-            if (used == n && page->walk_all_tracked) {
-                // Every slot held a tracked object at the last walk: the
-                // test is predictable while that lasts.
-                bool mixed = false;
-                for (uint32_t i = 0; i < n; ++i) {
-                    if (meta[i].flags & kTracked)
-                        f(page->object_at(i), page->meta[i]);
-                    else
-                        mixed = true;
-                }
-                page->walk_all_tracked = !mixed;
-                continue;
-            }
-            if (used == 0) continue;  // (an empty page kept for reuse)
-            if (used < n / 16 && masks == Masks::none) {
-                // Nearly empty (a page kept after its objects died): few
-                // branches mispredict, and the scan stops at the last object.
-                // (A collection's walks take the masks below instead: its
-                // later walks then read a bit per slot, not the GcMeta.)
-                for (uint32_t i = 0, left = used; left != 0 && i < n; ++i) {
-                    uint8_t flags = meta[i].flags;
-                    if (!(flags & kAllocated)) continue;
-                    --left;
-                    if (flags & kTracked) f(page->object_at(i), page->meta[i]);
-                }
-                continue;
-            }
-            // Free or untracked slots among the tracked objects: the tracked
-            // slots' indices are gathered first, without a branch. On a page
-            // that a collection left sparse, or that mixes tracked and
-            // untracked objects (an aged heap), a test per slot mispredicts
-            // about once per object (docs/design.md, "branch-free slot
-            // gathering").
-            uint64_t scratch[kMaxMaskWords];
-            uint64_t *words = scratch;
-            uint32_t slots = n;
-            if (masks == Masks::replay && p < recorded_.size() && recorded_[p].page == page) {
-                // (Slots handed out since the record hold untracked objects.)
-                words = &mask_words_[recorded_[p].first_word];
-                slots = recorded_[p].slots;
-            } else {
-                if (masks == Masks::record)
-                    if (uint64_t *recorded = record_mask(p, n)) words = recorded;
-                tracked_masks(meta, n, words);
-            }
-            uint32_t count = indices_of(words, slots, tracked);
-            page->walk_all_tracked = count == n;
-            for (uint32_t k = 0; k < count; ++k) f(page->object_at(tracked[k]), page->meta[tracked[k]]);
-        }
-    }
-
-  private:
-    // The tracked slots among meta[0, n) as masks: bit i % 64 of
-    // words[i / 64] for slot i.
-    static void tracked_masks(const GcMeta *meta, uint32_t n, uint64_t *words) {
-        uint32_t i = 0;
-#if defined(__SSE2__)
-        // Two GcMeta per 16-byte load: shifting each 64-bit lane left by 30
-        // brings its kTracked flag (bit 33) to the lane's sign bit, which
-        // movemask collects. On pages that mix tracked and untracked
-        // objects, as an aged heap's do, this is faster than a test per slot
-        // (docs/design.md, "SSE2 slot scan").
-        static_assert(kTracked == 2 && offsetof(GcMeta, flags) == 4, "the shift below");
-        for (; i + 64 <= n; i += 64) {
-            uint64_t mask = 0;
-            for (uint32_t j = 0; j < 64; j += 2) {
-                __m128i pair = _mm_loadu_si128(reinterpret_cast<const __m128i *>(meta + i + j));
-                mask |= uint64_t(_mm_movemask_pd(_mm_castsi128_pd(_mm_slli_epi64(pair, 30)))) << j;
-            }
-            words[i / 64] = mask;
-        }
-#endif
-        for (; i < n; i += 64) {
-            uint64_t mask = 0;
-            for (uint32_t j = 0; j < 64 && i + j < n; ++j)
-                mask |= uint64_t((meta[i + j].flags & kTracked) != 0) << j;  // (a free slot's flags are 0)
-            words[i / 64] = mask;
-        }
-    }
-    // Writes the indices of the slots set in masks of n slots to `tracked`,
-    // in order, and returns how many.
-    static uint32_t indices_of(const uint64_t *words, uint32_t n, uint16_t *tracked) {
-        uint32_t count = 0;
-        for (uint32_t w = 0; w * 64 < n; ++w)
-            for (uint64_t mask = words[w]; mask; mask &= mask - 1)
-                tracked[count++] = static_cast<uint16_t>(w * 64 + std::countr_zero(mask));
-        return count;
-    }
-    void start_recording() {
-        recorded_.clear();
-        mask_words_.clear();
-        recording_failed_ = false;
-    }
-    // Room for page p's masks of n slots among the recorded ones, or null
-    // (out of memory: that page is not recorded, and will be read from its
-    // GcMeta).
-    uint64_t *record_mask(size_t p, uint32_t n);
-
-    // Counts the walks running (they nest: a traversal may ask gc_module for
-    // referrers); the last to end frees the pages that emptied meanwhile.
+    // Held by a walk over the pages (page_walk.hpp): pages that empty while
+    // walks run stay in place until the last one ends (they nest: a traversal
+    // may ask gc_module for referrers), which frees them.
     struct WalkGuard {
         explicit WalkGuard(PageSpace &walked) : space(walked) { ++space.walks_; }
         ~WalkGuard() {
@@ -407,6 +284,8 @@ class PageSpace {
         WalkGuard &operator=(const WalkGuard &) = delete;
         PageSpace &space;
     };
+
+  private:
     void free_emptied_pages();
 
     static constexpr int kClassCount = 48;
@@ -426,23 +305,6 @@ class PageSpace {
     void free_page(Page *page);
     void link_partial(Page *page);
     void unlink_partial(Page *page);
-
-    // Masks recorded by a walk (Masks::record) for the later walks of the
-    // same analysis (Masks::replay): the first walk of a full collection
-    // reads every gathered page's GcMeta, the other two read a bit per
-    // slot instead of 8 bytes. A page's entry is read only if that page is
-    // still at its index: a page that empties during a walk (of untracked
-    // objects only) is freed when the walk ends, and the last page takes
-    // its index.
-    static constexpr uint32_t kMaxMaskWords = kPageSize / kGranule / 64;
-    struct RecordedMasks {
-        Page *page;  // null: not recorded
-        uint32_t slots;
-        uint32_t first_word;  // in mask_words_
-    };
-    std::vector<RecordedMasks> recorded_;  // by page index
-    std::vector<uint64_t> mask_words_;
-    bool recording_failed_ = false;
 
     Page *partial_[kClassCount] = {};
     std::vector<Page *> pages_;

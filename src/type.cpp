@@ -2,8 +2,10 @@
 // from a spec (themselves tracked GC objects), and slot access.
 #include "heap.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace cyclegc::internal {
 namespace {
@@ -154,6 +156,43 @@ bool is_type_object(cgc_object *op) {
     return false;
 }
 
+int ready_locked(cgc_type *type) {
+    const char *function = "cgc_type_ready (PyType_Ready)";
+    if (type_is_ready(type)) return 0;
+    if (type->tp_flags & CGC_TPFLAGS_READYING)
+        return type_error(type, function, "is its own base (readied recursively)");
+    std::atomic_ref(type->tp_flags).store(type->tp_flags | CGC_TPFLAGS_READYING, std::memory_order_relaxed);
+    if (!type->ob_base.ob_base.ob_type) type->ob_base.ob_base.ob_type = &cgc_type_type;
+    if (!type->tp_base && type != &cgc_base_object_type) type->tp_base = &cgc_base_object_type;
+    if (cgc_type *base = type->tp_base) {
+        if (cgc_type_ready(base) < 0) return type_error(type, function, "has a base that is not valid");
+        if (!(base->tp_flags & CGC_TPFLAGS_BASETYPE))
+            return type_error(type, function, "has a base type without Py_TPFLAGS_BASETYPE");
+        inherit_slots(type, base);
+        if (type->tp_basicsize < base->tp_basicsize)
+            return type_error(type, function, "has tp_basicsize smaller than its base's");
+    }
+    if (type->tp_basicsize < static_cast<cgc_ssize_t>(sizeof(cgc_object)))
+        return type_error(type, function, "has tp_basicsize smaller than PyObject");
+    if (type->tp_itemsize < 0) return type_error(type, function, "has a negative tp_itemsize");
+    // (Else allocating it writes ob_size past tp_basicsize: into the first
+    // item, or, with no item, into the next object.)
+    if (type->tp_itemsize > 0 && type->tp_basicsize < static_cast<cgc_ssize_t>(sizeof(cgc_var_object)))
+        return type_error(type, function, "has items (tp_itemsize) but a tp_basicsize smaller than "
+                          "PyVarObject: PyObject_VAR_HEAD is missing");
+    if ((type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !type->tp_traverse)
+        return type_error(type, function, "has the Py_TPFLAGS_HAVE_GC flag but has no traverse function");
+    if (!type->tp_alloc) type->tp_alloc = cgc_type_generic_alloc;
+    if (!type->tp_dealloc) type->tp_dealloc = cgc_default_dealloc;
+    if (!type->tp_free)
+        type->tp_free = (type->tp_flags & CGC_TPFLAGS_HAVE_GC) ? cgc_gc_del : cgc_object_del;
+    // Published last, with release order: a thread that sees the flag
+    // (type_is_ready, acquire) sees every slot filled above.
+    std::atomic_ref(type->tp_flags).store((type->tp_flags & ~CGC_TPFLAGS_READYING) | CGC_TPFLAGS_READY,
+                                          std::memory_order_release);
+    return 0;
+}
+
 }  // namespace
 }  // namespace cyclegc::internal
 
@@ -188,42 +227,23 @@ cgc_type cgc_base_object_type = {
 };
 
 int cgc_type_ready(cgc_type *type) {
-    const char *function = "cgc_type_ready (PyType_Ready)";
     if (!type) {
-        report(CGC_ERR_MISUSE, "%s: the type is NULL", function);
+        report(CGC_ERR_MISUSE, "cgc_type_ready (PyType_Ready): the type is NULL");
         return -1;
     }
-    if (type->tp_flags & CGC_TPFLAGS_READY) return 0;
-    if (type->tp_flags & CGC_TPFLAGS_READYING)
-        return type_error(type, function, "is its own base (readied recursively)");
-    type->tp_flags |= CGC_TPFLAGS_READYING;
-    if (!type->ob_base.ob_base.ob_type) type->ob_base.ob_base.ob_type = &cgc_type_type;
-    if (!type->tp_base && type != &cgc_base_object_type) type->tp_base = &cgc_base_object_type;
-    if (cgc_type *base = type->tp_base) {
-        if (cgc_type_ready(base) < 0) return type_error(type, function, "has a base that is not valid");
-        if (!(base->tp_flags & CGC_TPFLAGS_BASETYPE))
-            return type_error(type, function, "has a base type without Py_TPFLAGS_BASETYPE");
-        inherit_slots(type, base);
-        if (type->tp_basicsize < base->tp_basicsize)
-            return type_error(type, function, "has tp_basicsize smaller than its base's");
-    }
-    if (type->tp_basicsize < static_cast<cgc_ssize_t>(sizeof(cgc_object)))
-        return type_error(type, function, "has tp_basicsize smaller than PyObject");
-    if (type->tp_itemsize < 0) return type_error(type, function, "has a negative tp_itemsize");
-    // (Else allocating it writes ob_size past tp_basicsize: into the first
-    // item, or, with no item, into the next object.)
-    if (type->tp_itemsize > 0 && type->tp_basicsize < static_cast<cgc_ssize_t>(sizeof(cgc_var_object)))
-        return type_error(type, function, "has items (tp_itemsize) but a tp_basicsize smaller than "
-                          "PyVarObject: PyObject_VAR_HEAD is missing");
-    if ((type->tp_flags & CGC_TPFLAGS_HAVE_GC) && !type->tp_traverse)
-        return type_error(type, function, "has the Py_TPFLAGS_HAVE_GC flag but has no traverse function");
-    if (!type->tp_alloc) type->tp_alloc = cgc_type_generic_alloc;
-    if (!type->tp_dealloc) type->tp_dealloc = cgc_default_dealloc;
-    if (!type->tp_free)
-        type->tp_free = (type->tp_flags & CGC_TPFLAGS_HAVE_GC) ? cgc_gc_del : cgc_object_del;
-    type->tp_flags = (type->tp_flags & ~CGC_TPFLAGS_READYING) | CGC_TPFLAGS_READY;
-    return 0;
+    if (type_is_ready(type)) return 0;
+    // A static type is shared by every thread and readied by the first
+    // that uses it: two threads may get here at once. Readying is rare and
+    // short, so one process-wide lock serializes it (recursive: a type
+    // readies its bases).
+    static std::recursive_mutex readying;
+    std::lock_guard lock(readying);
+    return ready_locked(type);
 }
+
+}  // extern "C"
+
+extern "C" {
 
 cgc_object *cgc_type_generic_alloc(cgc_type *type, cgc_ssize_t nitems) {
     cgc_object *op = allocate_object(type, nitems, "cgc_type_generic_alloc (PyType_GenericAlloc)",

@@ -78,7 +78,7 @@ void validate_heap(Heap &heap, const char *when) {
     const auto &pages = heap.space.pages();
     for (size_t p = 0; p < pages.size(); ++p) validate_page(heap, pages[p], p, when);
     size_t listed[2] = {0, 0}, unlisted[2] = {0, 0};
-    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
         validate_tracked(heap, op, meta, listed, unlisted, when);
     });
     for (int g = 0; g < 2; ++g) {

@@ -94,7 +94,7 @@ TypeCensus take_census(Heap &heap) {
     std::unordered_map<cgc_type *, TypeTotals> by_type;
     cgc_type *last_type = nullptr;
     TypeTotals *last = nullptr;
-    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.flags & kCollecting) return;
         if (op->ob_type != last_type) {  // (objects of a type tend to sit together)
             last_type = op->ob_type;

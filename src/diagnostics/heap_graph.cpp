@@ -35,7 +35,7 @@ void number_nodes(Heap &heap, HeapGraph &graph) {
     graph.objects.reserve(live);
     graph.sizes.reserve(live);
     graph.external.reserve(live);
-    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
         if (meta.flags & kCollecting) return;
         Page *page = page_of(op);
         auto node = static_cast<uint32_t>(graph.objects.size());

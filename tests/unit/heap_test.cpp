@@ -4,6 +4,8 @@
 #include "test_types.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <cstring>
 #include <latch>
 #include <thread>
@@ -241,7 +243,7 @@ void thread_node_dealloc(cgc_object *self) {
     cgc_gc_del(self);
     ++t_thread_nodes_freed;
 }
-cgc_type thread_node_type = [] {
+cgc_type unready_thread_node_type() {
     cgc_type type{};
     type.tp_name = "test.ThreadNode";
     type.tp_basicsize = sizeof(ThreadNode);
@@ -250,7 +252,8 @@ cgc_type thread_node_type = [] {
     type.tp_traverse = thread_node_traverse;
     type.tp_clear = thread_node_clear;
     return type;
-}();
+}
+cgc_type thread_node_type = unready_thread_node_type();
 
 // Makes `cycles` garbage self-cycles with automatic collection on, then
 // collects: returns how many nodes this thread freed.
@@ -296,9 +299,6 @@ TEST_F(HeapTest, ThreadsThatChooseNoHeapDoNotShareOne) {
     constexpr int kThreads = 4, kCycles = 20000;
     int freed[kThreads] = {};
     cgc_heap *heaps[kThreads] = {};
-    // Types are shared by every thread: ready it before the threads use it
-    // (readying it lazily from several threads at once races).
-    ASSERT_EQ(cgc_type_ready(&thread_node_type), 0);
     std::latch all_started(kThreads);  // (all alive at once: no heap's address reused)
     std::vector<std::thread> workers;
     for (int t = 0; t < kThreads; ++t)
@@ -313,6 +313,40 @@ TEST_F(HeapTest, ThreadsThatChooseNoHeapDoNotShareOne) {
         EXPECT_NE(heaps[t], default_heap_);
         for (int u = 0; u < t; ++u) EXPECT_NE(heaps[t], heaps[u]);
     }
+}
+
+// A static type is shared by every thread and readied by the first that
+// allocates one: threads that start together all see it ready and valid
+// (unserialized, one of them found another's "readying" mark on a base and
+// was refused with "is its own base", or read slots not yet filled). Each
+// round's type has a long chain of unready bases, so readying takes long
+// enough for the threads to meet in it.
+TEST_F(HeapTest, ThreadsReadyAStaticTypeTogether) {
+    constexpr int kThreads = 2, kRounds = 60, kChain = 2000;
+    std::vector<cgc_type> types(kRounds * kChain);
+    for (int round = 0; round < kRounds; ++round)
+        for (int i = 0; i < kChain; ++i) {
+            cgc_type &type = types[round * kChain + i];
+            type = unready_thread_node_type();
+            type.tp_flags |= CGC_TPFLAGS_BASETYPE;
+            if (i > 0) type.tp_base = &types[round * kChain + i - 1];
+        }
+    std::atomic<int> made{0};
+    std::barrier in_step(kThreads);  // all threads meet each round's type at once
+    std::vector<std::thread> workers;
+    for (int t = 0; t < kThreads; ++t)
+        workers.emplace_back([&] {
+            for (int round = 0; round < kRounds; ++round) {
+                in_step.arrive_and_wait();
+                cgc_object *op = cgc_gc_new(&types[round * kChain + kChain - 1]);
+                if (!op) continue;
+                ++made;
+                cgc_gc_del(op);
+            }
+        });
+    for (std::thread &worker : workers) worker.join();
+    EXPECT_EQ(made, kThreads * kRounds);
+    for (cgc_type &type : types) EXPECT_TRUE(type.tp_flags & CGC_TPFLAGS_READY);
 }
 
 // A heap is confined to the thread that made it current: another thread's

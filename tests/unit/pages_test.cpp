@@ -224,7 +224,7 @@ TEST(PagesTest, WalkingTrackedObjectsSeesEveryOneUpToTheLast) {
     }
     ASSERT_TRUE(tracked.count(slots[per_page - 1]));
     std::set<void *> seen;
-    heap.space.for_each_tracked([&](cgc_object *op, GcMeta &) { EXPECT_TRUE(seen.insert(op).second); });
+    for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &) { EXPECT_TRUE(seen.insert(op).second); });
     EXPECT_EQ(seen, tracked);
     for (uint32_t i = 0; i < per_page; ++i) {
         if (i % 7 == 3) continue;
@@ -255,7 +255,7 @@ TEST(PagesTest, WalkHintFollowsAFullPageThatMixesTrackedAndUntrackedObjects) {
     };
     auto walk_sees_the_tracked = [&] {
         std::set<void *> seen;
-        heap.space.for_each_tracked([&](cgc_object *op, GcMeta &) { EXPECT_TRUE(seen.insert(op).second); });
+        for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &) { EXPECT_TRUE(seen.insert(op).second); });
         EXPECT_EQ(seen, tracked);
     };
     for (void *p : slots) set_tracked(p, true);

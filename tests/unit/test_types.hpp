@@ -239,7 +239,7 @@ inline cgc_ssize_t tracked_in(int generation) {
     gci::Heap &heap = heap_state();
     if (generation < 2) return static_cast<cgc_ssize_t>(heap.young_count(generation));
     cgc_ssize_t count = 0;
-    heap.space.for_each_tracked([&](cgc_object *, gci::GcMeta &meta) {
+    for_each_tracked(heap.space, [&](cgc_object *, gci::GcMeta &meta) {
         if (meta.generation == generation) ++count;
     });
     return count;
