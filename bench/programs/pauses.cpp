@@ -15,7 +15,7 @@
 //
 // Prints one line: CPU time, total collection time, the pause distribution
 // (cgc_get_pause_stats, collections and slices alike), full collections,
-// peak RSS.
+// peak RSS; then each generation's collections, total and longest pause.
 #include <cyclegc/cyclegc.hpp>
 
 #include <sys/resource.h>
@@ -155,7 +155,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     cyclegc::set_pause_budget(std::chrono::nanoseconds(budget));
-    if (std::getenv("PAUSES_DEBUG")) cgc_set_debug(CGC_DEBUG_STATS);
     random_source random;
     double cpu_start = cpu_seconds();
     uint64_t before_gc = 0;
