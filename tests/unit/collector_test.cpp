@@ -461,6 +461,8 @@ uint64_t automatic_collections() { return stats_of(0).collections + stats_of(1).
 // Young collections that find nothing raise generation 0's effective
 // threshold; get_threshold() still reports the requested one.
 TEST_F(CollectorTest, DefaultScheduleRunsFewerYoungCollectionsThatFindNothing) {
+    if (cgc_get_pause_budget() != 0)
+        GTEST_SKIP() << "with a pause budget, thresholds grow only while collections take under half of it";
     cgc_enable();
     std::vector<Node *> live;
     for (int i = 0; i < 100'000; ++i) live.push_back(new_node());
