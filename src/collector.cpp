@@ -1102,6 +1102,8 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     info.duration_ns = ns;
     invoke_callbacks(heap, "stop", info);
     heap.phase = Phase::idle;
+    if (generation == CGC_NUM_GENERATIONS - 1 && heap.diagnostics.state)
+        diag::check_after_full_collection(heap);  // (if switched on)
 #if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 2
     validate_heap(heap, "after a collection");
 #endif

@@ -155,13 +155,18 @@ CGC_API cgc_ssize_t cgc_diag_largest_dominators(cgc_ssize_t limit, cgc_diag_reta
  * type, an object and, for an over-visited object, a referrer. */
 
 /* Checks the heap now: objects that more tracked objects visit than their
- * count allows (one finding per type). Returns the number of findings, or
- * -1; with `report` non-NULL, *report is their text (free with
- * cgc_diag_text_release) or NULL when there is none. */
+ * count allows, and objects in cycles held together only by references in
+ * their fields that their tp_traverse does not visit, which nothing else
+ * holds (one finding per type; docs/diagnostics.md says how borrowed
+ * pointers and cycles held from outside are told apart). Returns the
+ * number of findings, or -1; with `report` non-NULL, *report is their text
+ * (free with cgc_diag_text_release) or NULL when there is none. */
 CGC_API cgc_ssize_t cgc_diag_check_traverse(char **report);
-/* Switches the check made during collections on the current heap (in
- * every build): after each tp_clear, the object's tp_traverse must visit
- * nothing. Returns the previous setting, or -1 when out of memory. */
+/* Switches the checks made by collections on the current heap (in every
+ * build): after each tp_clear, the object's tp_traverse must visit
+ * nothing; after each full collection, the cycles of untraced references
+ * above are reported (each type once per heap). Returns the previous
+ * setting, or -1 when out of memory. */
 CGC_API int cgc_diag_set_traverse_check(int on);
 
 /* ---- Heap snapshots ------------------------------------------------------ */

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace cyclegc::internal::diag {
@@ -18,9 +19,9 @@ namespace cyclegc::internal::diag {
 using std::size_t;
 
 struct CsrGraph {
-    const std::vector<uint64_t> &edge_start;  // node_count + 1 entries
-    const std::vector<uint32_t> &edges;
-    const std::vector<uint32_t> &sizes;  // bytes per node
+    std::span<const uint64_t> edge_start;  // node_count + 1 entries
+    std::span<const uint32_t> edges;
+    std::span<const uint32_t> sizes;  // bytes per node
     size_t node_count() const { return edge_start.size() - 1; }
 };
 

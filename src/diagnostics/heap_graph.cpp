@@ -19,8 +19,10 @@ bool is_gc_object(const cgc_object *op) {
     return !g_arena->holds_every_page() && has_gc_head(const_cast<cgc_object *>(op));
 }
 
-// Numbers the heap's slots page by page and the tracked objects in walk
+// Numbers the heap's slots page by page and the tracked objects in page
 // order; fills objects, sizes and external (set to the reference count).
+// Reads each page's metadata directly, writing by index into arrays sized
+// for every live object: the per-object work is a few stores.
 void number_nodes(Heap &heap, HeapGraph &graph) {
     const std::vector<Page *> &pages = heap.space.pages();
     graph.slot_base.resize(pages.size() + 1);
@@ -30,20 +32,33 @@ void number_nodes(Heap &heap, HeapGraph &graph) {
         slots += pages[p]->bump;
     }
     graph.slot_base[pages.size()] = slots;
-    graph.node_of_slot.assign(slots, kNoNode);
-    size_t live = heap.space.live_objects();  // (an upper bound of the tracked ones)
-    graph.objects.reserve(live);
-    graph.sizes.reserve(live);
-    graph.external.reserve(live);
-    for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
-        if (meta.flags & kCollecting) return;
-        Page *page = page_of(op);
-        auto node = static_cast<uint32_t>(graph.objects.size());
-        graph.node_of_slot[graph.slot_base[page->index_in_heap] + page->index_of(op)] = node;
-        graph.objects.push_back(op);
-        graph.sizes.push_back(page->slot_size);
-        graph.external.push_back(op->ob_refcnt);
-    });
+    graph.node_of_slot.resize(slots);  // (every entry is written below)
+    size_t capacity = heap.space.live_objects();  // (an upper bound of the tracked ones)
+    if (capacity >= HeapGraph::kOffsetNode) throw std::bad_alloc();  // (node numbers are 31 bits)
+    graph.objects.resize(capacity);
+    graph.sizes.resize(capacity);
+    graph.external.resize(capacity);
+    uint32_t node = 0;
+    for (size_t p = 0; p < pages.size(); ++p) {
+        const Page *page = pages[p];
+        uint32_t *slot_nodes = graph.node_of_slot.data() + graph.slot_base[p];
+        for (uint32_t i = 0, n = page->bump; i < n; ++i) {
+            GcMeta meta = page->meta[i];
+            if ((meta.flags & (kTracked | kCollecting)) != kTracked || node == capacity) {
+                slot_nodes[i] = kNoNode;
+                continue;
+            }
+            cgc_object *op = object_at_slot(page->slot(i), meta);
+            slot_nodes[i] = node | (meta.object_offset ? HeapGraph::kOffsetNode : 0);
+            graph.objects[node] = op;
+            graph.sizes[node] = page->slot_size;
+            graph.external[node] = op->ob_refcnt;
+            ++node;
+        }
+    }
+    graph.objects.resize(node);
+    graph.sizes.resize(node);
+    graph.external.resize(node);
 }
 
 struct EdgeCollector {
@@ -84,12 +99,12 @@ uint32_t HeapGraph::node_of(const cgc_object *op) const {
     if (index >= slot_base[p + 1] - slot_base[p]) return kNoNode;
     uint32_t node = node_of_slot[slot_base[p] + index];
     if (node == kNoNode) return kNoNode;
-    // A pointer into the slot but not at its object (a C++ object starts
-    // after its vtable pointer): the slot's start is checked first, which
-    // spares C objects a read of the metadata.
-    bool at_object = reinterpret_cast<const char *>(op) == page->slot(index) ? page->meta[index].object_offset == 0
-                                                                             : op == page->object_at(index);
-    return at_object ? node : kNoNode;
+    // A pointer into the slot but not at its object is not the object. A C
+    // object starts its slot, which spares a read of its metadata; a C++
+    // object may start after its vtable pointer (kOffsetNode).
+    if (!(node & kOffsetNode)) return reinterpret_cast<const char *>(op) == page->slot(index) ? node : kNoNode;
+    node &= ~kOffsetNode;
+    return op == objects[node] ? node : kNoNode;
 }
 
 bool build_graph(Heap &heap, HeapGraph &graph, const char *function) {
@@ -118,7 +133,7 @@ std::vector<uint32_t> roots_of(const HeapGraph &graph) {
     return roots;
 }
 
-std::vector<uint32_t> chain_to(const std::vector<uint32_t> &parent, uint32_t node) {
+std::vector<uint32_t> chain_to(const NodeMap &parent, uint32_t node) {
     std::vector<uint32_t> chain;
     if (node == kNoNode || parent[node] == kNoNode) return chain;
     for (;;) {

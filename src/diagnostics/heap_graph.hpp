@@ -11,6 +11,7 @@
 #pragma once
 
 #include "../heap.hpp"
+#include "graph_vector.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -20,11 +21,11 @@ namespace cyclegc::internal::diag {
 constexpr uint32_t kNoNode = UINT32_MAX;
 
 struct HeapGraph {
-    std::vector<cgc_object *> objects;  // node -> object
-    std::vector<uint32_t> sizes;        // node -> bytes of its slot
-    std::vector<int64_t> external;      // node -> references from outside the graph (< 0: a traverse bug)
-    std::vector<uint64_t> edge_start;   // node -> its first edge; node_count() + 1 entries
-    std::vector<uint32_t> edges;        // targets, grouped by source node in node order
+    GraphVector<cgc_object *> objects;  // node -> object
+    GraphVector<uint32_t> sizes;        // node -> bytes of its slot
+    GraphVector<int64_t> external;      // node -> references from outside the graph (< 0: a traverse bug)
+    GraphVector<uint64_t> edge_start;   // node -> its first edge; node_count() + 1 entries
+    GraphVector<uint32_t> edges;        // targets, grouped by source node in node order
 
     size_t node_count() const { return objects.size(); }
     size_t edge_count() const { return edges.size(); }
@@ -33,9 +34,12 @@ struct HeapGraph {
     uint32_t node_of(const cgc_object *op) const;
     const char *type_name_at(uint32_t node) const { return type_name_of(objects[node]); }
 
-    // Node numbers by slot: slot_base[page index] + slot index.
+    // Node numbers by slot: slot_base[page index] + slot index. A node whose
+    // object does not start its slot (a C++ object after its vtable
+    // pointer) has kOffsetNode set here.
     std::vector<uint64_t> slot_base;
-    std::vector<uint32_t> node_of_slot;
+    GraphVector<uint32_t> node_of_slot;
+    static constexpr uint32_t kOffsetNode = uint32_t(1) << 31;
     const std::vector<Page *> *pages = nullptr;
     const Heap *heap = nullptr;
 };
@@ -47,15 +51,23 @@ bool build_graph(Heap &heap, HeapGraph &graph, const char *function);
 // The nodes with an external count above zero, in node order.
 std::vector<uint32_t> roots_of(const HeapGraph &graph);
 
+// node -> a node (a parent in a search), kNoNode for none.
+using NodeMap = GraphVector<uint32_t>;
+
 // Breadth-first search from every root at once: parent[n] is the node
 // that first reached n (a root's parent is itself; kNoNode: no root
 // reaches n). Stops at the first node for which stop(node) is true and
 // returns it (kNoNode if none). Iterative: no recursion.
 template <typename Stop>
-uint32_t search_from_roots(const HeapGraph &graph, std::vector<uint32_t> &parent, Stop stop) {
+uint32_t search_from_roots(const HeapGraph &graph, NodeMap &parent, Stop stop) {
     parent.assign(graph.node_count(), kNoNode);
-    std::vector<uint32_t> queue = roots_of(graph);
-    for (uint32_t root : queue) parent[root] = root;
+    GraphVector<uint32_t> queue;
+    queue.reserve(graph.node_count());
+    for (size_t node = 0; node < graph.node_count(); ++node)
+        if (graph.external[node] > 0) {
+            parent[node] = static_cast<uint32_t>(node);
+            queue.push_back(static_cast<uint32_t>(node));
+        }
     for (size_t head = 0; head < queue.size(); ++head) {
         uint32_t node = queue[head];
         if (stop(node)) return node;
@@ -71,7 +83,7 @@ uint32_t search_from_roots(const HeapGraph &graph, std::vector<uint32_t> &parent
 
 // Every node a root reaches, in breadth-first order from every root at
 // once, with `parent` as search_from_roots leaves it.
-inline std::vector<uint32_t> reached_from_roots(const HeapGraph &graph, std::vector<uint32_t> &parent) {
+inline std::vector<uint32_t> reached_from_roots(const HeapGraph &graph, NodeMap &parent) {
     std::vector<uint32_t> order;
     search_from_roots(graph, parent, [&](uint32_t node) {
         order.push_back(node);
@@ -81,7 +93,7 @@ inline std::vector<uint32_t> reached_from_roots(const HeapGraph &graph, std::vec
 }
 
 // The chain root .. node along `parent` (from search_from_roots), root first.
-std::vector<uint32_t> chain_to(const std::vector<uint32_t> &parent, uint32_t node);
+std::vector<uint32_t> chain_to(const NodeMap &parent, uint32_t node);
 
 }  // namespace cyclegc::internal::diag
 

@@ -69,7 +69,7 @@ std::vector<LeakGroup> group_leaks(const HeapGraph &graph, const std::vector<cha
     return groups;
 }
 
-void describe_group(const HeapGraph &graph, const LeakGroup &group, const std::vector<uint32_t> &parent,
+void describe_group(const HeapGraph &graph, const LeakGroup &group, const NodeMap &parent,
                     std::vector<std::string> &lines) {
     lines.push_back(format("  %zu x %s (%llu bytes), e.g. <%s %p>", group.count, type_name(group.type),
                            static_cast<unsigned long long>(group.bytes), type_name(group.type),
@@ -104,7 +104,7 @@ std::vector<std::string> describe_leaks(Heap &heap, const std::function<bool(cgc
         if ((leaked[node] = is_leak(graph.objects[node]))) ++count, bytes += graph.sizes[node];
     if (leak_count) *leak_count = count;
     if (count == 0) return lines;
-    std::vector<uint32_t> parent;
+    NodeMap parent;
     std::vector<uint32_t> order = reached_from_roots(graph, parent);
     std::vector<LeakGroup> groups = group_leaks(graph, leaked, order);
     lines.push_back(format("cyclegc leak report: %zu objects (%llu bytes) %s, of %zu types:", count,

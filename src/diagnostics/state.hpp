@@ -4,6 +4,7 @@
 #include "../heap.hpp"
 
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cyclegc::internal::diag {
 
@@ -16,7 +17,9 @@ struct State {
     // The census of the previous cgc_diag_growth call, by type.
     std::unordered_map<cgc_type *, TypeTotals> growth_baseline;
     bool report_leaks = false;    // a leak report when the heap shuts down
-    bool check_traverse = false;  // the traverse checker after each tp_clear of a collection
+    bool check_traverse = false;  // the traverse checker during and after collections
+    // The types the check after full collections has reported (once each).
+    std::unordered_set<const cgc_type *> untraced_reported;
 };
 
 // The heap's state, made if needed (throws std::bad_alloc).

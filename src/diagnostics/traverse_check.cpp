@@ -1,14 +1,17 @@
 // The traverse checker. On demand, over the heap's graph: an object that
 // more tracked objects visit than its count allows (its type, or a
-// referrer's traverse, is wrong). Switched on, during collections: a
-// tp_clear after which tp_traverse still visits a reference (the cycle it
-// was asked to break may survive it).
+// referrer's traverse, is wrong), and cycles that only references a
+// tp_traverse skips hold together (untraced_cycles.cpp). Switched on,
+// during collections: a tp_clear after which tp_traverse still visits a
+// reference (the cycle it was asked to break may survive it); after full
+// collections: those cycles again.
 #include "traverse_check.hpp"
 
 #include "guard.hpp"
 #include "heap_graph.hpp"
 #include "leak_report.hpp"
 #include "state.hpp"
+#include "untraced_cycles.hpp"
 
 #include <cyclegc/diagnostics.h>
 
@@ -59,6 +62,18 @@ std::string describe_overcount(const HeapGraph &graph, uint32_t node) {
 
 }  // namespace
 
+void check_after_full_collection(Heap &heap) {
+    if (!check_wanted(heap)) return;
+    try {
+        HeapGraph graph;
+        if (!build_graph(heap, graph, "traverse check")) return;
+        for (const std::string &line : find_untraced_cycles(graph, heap.diagnostics.state->untraced_reported))
+            report(CGC_ERR_TYPE, "%s", line.c_str());
+    } catch (const std::bad_alloc &) {
+        report(CGC_ERR_MEMORY, "traverse check: out of memory");
+    }
+}
+
 void check_after_clear(Heap &heap, cgc_object *op) {
     if (!check_wanted(heap)) return;
     cgc_traverseproc traverse = op->ob_type->tp_traverse;
@@ -95,8 +110,10 @@ cgc_ssize_t cgc_diag_check_traverse(char **report_out) {
         for (uint32_t node = 0; node < graph.node_count(); ++node) {
             if (graph.external[node] >= 0 || !named.insert(graph.objects[node]->ob_type).second) continue;
             lines.push_back(describe_overcount(graph, node));
-            report(CGC_ERR_TYPE, "%s", lines.back().c_str());
         }
+        std::unordered_set<const cgc_type *> untraced_named;
+        for (std::string &line : find_untraced_cycles(graph, untraced_named)) lines.push_back(std::move(line));
+        for (const std::string &line : lines) report(CGC_ERR_TYPE, "%s", line.c_str());
         if (report_out && !lines.empty()) *report_out = join_lines(lines);
         return static_cast<cgc_ssize_t>(lines.size());
     });

@@ -12,4 +12,10 @@ namespace cyclegc::internal::diag {
 // visits something is reported (CGC_ERR_TYPE, naming the type).
 void check_after_clear(Heap &heap, cgc_object *op);
 
+// Called by the collector after a full collection, when the heap has
+// diagnostics state: if the traverse check is on, reports (CGC_ERR_TYPE)
+// the types whose objects sit in cycles that only untraced references hold
+// (find_untraced_cycles), each once per heap.
+void check_after_full_collection(Heap &heap);
+
 }  // namespace cyclegc::internal::diag

@@ -1,10 +1,13 @@
 // The heap's graph and who holds an object: retainer chains and external
-// counts on graphs built by hand, a chain a million long, and a heap left
-// exactly as it was.
+// counts on graphs built by hand, on random graphs against a search the test
+// makes itself, a chain a million long, and a heap left exactly as it was.
 #include "test_types.hpp"
 
 #include <cyclegc/diagnostics.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <vector>
 
 namespace cgc_test {
@@ -116,6 +119,50 @@ TEST_F(DiagnosticsGraphTest, MisuseIsReportedNamingTheFunction) {
     EXPECT_EQ(cgc_diag_external_refs(obj(untracked)), -1);
     expect_one_error(CGC_ERR_MISUSE, {"cgc_diag_external_refs", "test.Node"});
     cgc_decref(obj(untracked));
+}
+
+// Distances from the objects the test holds, over next and extra, by a
+// search of the test's own (absent: no held object reaches it).
+std::map<Node *, int> distances_from(const std::vector<Node *> &held) {
+    std::map<Node *, int> distance;
+    std::vector<Node *> queue;
+    for (Node *node : held) distance.emplace(node, 0), queue.push_back(node);
+    for (size_t head = 0; head < queue.size(); ++head)
+        for (cgc_object *field : {queue[head]->next, queue[head]->extra})
+            if (field && distance.emplace(as_node(field), distance[queue[head]] + 1).second) queue.push_back(as_node(field));
+    return distance;
+}
+
+TEST_F(DiagnosticsGraphTest, ChainsOnRandomGraphsAreShortestAndFollowReferences) {
+    std::mt19937 random(25);
+    for (int round = 0; round < 20; ++round) {
+        std::vector<Node *> nodes;
+        for (int i = 0; i < 300; ++i) nodes.push_back(new_node(i));
+        auto any = [&] { return nodes[random() % nodes.size()]; };
+        for (Node *node : nodes) {
+            if (random() % 4) link_next(node, any());
+            if (random() % 3 == 0) link_extra(node, obj(any()));
+        }
+        std::vector<Node *> held(nodes.begin(), nodes.begin() + 1 + round % 5);  // keep a few, drop the rest
+        for (Node *node : nodes)
+            if (std::find(held.begin(), held.end(), node) == held.end()) cgc_decref(obj(node));
+        std::map<Node *, int> distance = distances_from(held);
+        for (auto [target, length] : distance) {  // (the others may be freed already)
+            cgc_diag_chain chain;
+            ASSERT_EQ(cgc_diag_retainer_chain(obj(target), &chain), 1);
+            ASSERT_EQ(chain.length, length + 1);
+            EXPECT_NE(std::find(held.begin(), held.end(), as_node(chain.links[0].object)), held.end());
+            EXPECT_GT(chain.links[0].external, 0);
+            for (cgc_ssize_t i = 0; i + 1 < chain.length; ++i) {
+                Node *link = as_node(chain.links[i].object);
+                EXPECT_TRUE(link->next == chain.links[i + 1].object || link->extra == chain.links[i + 1].object);
+            }
+            EXPECT_EQ(chain.links[chain.length - 1].object, obj(target));
+            cgc_diag_chain_release(&chain);
+        }
+        for (Node *node : held) cgc_decref(obj(node));
+        cgc_collect(2);
+    }
 }
 
 TEST_F(DiagnosticsGraphTest, AChainAMillionLongNeedsNoRecursion) {
