@@ -43,6 +43,7 @@
 // the object valid; tp_dealloc untracks before it invalidates references.
 // Broken counts (more references found than the count says) are reported
 // and the object is kept alive instead of freed.
+#include "analysis_phase.hpp"
 #include "arena.hpp"
 #include "diagnostics/traverse_check.hpp"
 #include "heap.hpp"
@@ -188,42 +189,6 @@ class CandidateTest {
 
     GcObjectTest arena_;
     const uint64_t *pages_;
-};
-
-// Steps 1a to 1d (and their repeat in step 3) run in this scope. Only
-// tp_traverse runs, which must not change the graph. So that the fast paths
-// need no phase test, they are made to fail meanwhile and their slow paths
-// refuse and report:
-// - generation 0's array is parked (empty, no room) and so is its count of
-//   unlisted objects: tracking (try_track) and untracking the newest
-//   object (untrack_newest) fail;
-// - the deallocation depth is at its limit: cgc_dealloc goes to
-//   dealloc_slow, which refuses to free a tracked object.
-class AnalysisPhase {
-  public:
-    explicit AnalysisPhase(Heap &heap)
-        : heap_(heap), outer_(heap.phase), dealloc_depth_(heap.dealloc_depth), unlisted_(heap.young_unlisted[0]) {
-        heap.phase = Phase::finding_unreachable;
-        heap.traverse_failed = false;
-        heap.dealloc_depth = kMaxDeallocDepth;
-        parked_.swap(heap.young[0]);
-        heap.young_unlisted[0] = 0;
-    }
-    ~AnalysisPhase() {
-        parked_.swap(heap_.young[0]);  // (nothing was tracked meanwhile)
-        heap_.young_unlisted[0] = unlisted_;
-        heap_.dealloc_depth = dealloc_depth_;
-        heap_.phase = outer_;
-    }
-    AnalysisPhase(const AnalysisPhase &) = delete;
-    AnalysisPhase &operator=(const AnalysisPhase &) = delete;
-
-  private:
-    Heap &heap_;
-    Phase outer_;
-    int dealloc_depth_;
-    size_t unlisted_;
-    ObjectArray parked_;
 };
 
 // The candidates of a young collection: the young arrays. Their GcMeta
@@ -472,9 +437,10 @@ inline bool has_finalizer_slot(const cgc_object *op) {
 
 // Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
 // Notes whether any of those has a finalizer slot (its type is in cache:
-// the candidates were just traversed).
+// the candidates were just traversed). `promoting`: survivors that reach
+// generation 2 count toward the next full collection.
 template <typename Set>
-void sweep(Heap &heap, Set &set, bool marked, int older, Found &found) {
+void sweep(Heap &heap, Set &set, bool marked, int older, bool promoting, Found &found) {
     auto &unreachable = heap.unreachable;
     found.unreachable = 0;
     bool maybe_finalizers = false;
@@ -491,7 +457,7 @@ void sweep(Heap &heap, Set &set, bool marked, int older, Found &found) {
             }
         }
         leave_collection(heap, op, meta, older);
-        if (older == 2) count_long_lived(heap, meta);
+        if (promoting && older == 2) count_long_lived(heap, meta);
     });
     found.maybe_finalizers = maybe_finalizers;
 }
@@ -735,7 +701,7 @@ Found find_unreachable_full(Heap &heap) {
 
 // Step 1, 1a to 1d: the unreachable candidates end in heap.unreachable.
 template <typename Set>
-Found find_unreachable(Heap &heap, Set &set, int older) {
+Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     AnalysisPhase analysis(heap);
     Found found;
     filter_begin(heap);
@@ -743,8 +709,28 @@ Found find_unreachable(Heap &heap, Set &set, int older) {
     subtract_internal_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
-    sweep(heap, set, marked, older, found);
+    sweep(heap, set, marked, older, promoting, found);
     return found;
+}
+
+// The incremental cycle's final step: the ordinary analysis on the gathered
+// set alone, with the counts as they are now (docs/design.md, "Incremental
+// collection"). Its survivors stay in generation 2.
+Found find_unreachable_gathered(Heap &heap) {
+    std::vector<cgc_object *> set;
+    set.swap(heap.incremental.gathered);
+    size_t kept = 0;
+    for (cgc_object *op : set) {
+        if (!op) continue;  // (untracked since it was gathered)
+        GcMeta &meta = meta_of(op);
+        meta.schedule = 0;
+        meta.word = 0;
+        set[kept++] = op;
+    }
+    set.resize(kept);
+    end_cycle(heap);
+    UnreachableSet candidates{set};
+    return find_unreachable(heap, candidates, 2, false);
 }
 
 // Step 1e, legacy finalizers: unreachable objects with tp_del and all they
@@ -958,9 +944,11 @@ cgc_ssize_t keep_uncollectable(Heap &heap, int older) {
 
 // (long_lived_pending grows as a generation-1 collection promotes objects:
 // count_long_lived.)
-void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors) {
+// An incremental cycle's final step leaves the pending count as it is: it
+// counts the objects promoted since the cycle began, which it did not examine.
+void update_long_lived(Heap &heap, int generation, cgc_ssize_t survivors, bool incremental_final) {
     if (generation == CGC_NUM_GENERATIONS - 1) {
-        heap.long_lived_pending = 0;
+        if (!incremental_final) heap.long_lived_pending = 0;
         heap.long_lived_total = survivors;
     }
 }
@@ -1011,30 +999,50 @@ void release_large_scratch(Heap &heap) {
     heap.recorded_masks.release_if_larger(kKeptEntries);
 }
 
+// DEBUG_STATS: the collection's outcome and the heap's pauses so far.
+void log_done(Heap &heap, cgc_ssize_t collected, cgc_ssize_t uncollectable, uint64_t ns) {
+    cgc_pause_stats pauses = heap.pauses.stats();
+    log_line(heap, "gc: done, %td unreachable, %td uncollectable, %.4fs elapsed; pauses: %llu, "
+             "p50 %.1fus, p99 %.1fus, p99.9 %.1fus, max %.1fus",
+             collected + uncollectable, uncollectable, static_cast<double>(ns) / 1e9,
+             static_cast<unsigned long long>(pauses.count), static_cast<double>(pauses.p50_ns) / 1e3,
+             static_cast<double>(pauses.p99_ns) / 1e3, static_cast<double>(pauses.p999_ns) / 1e3,
+             static_cast<double>(pauses.max_ns) / 1e3);
+}
+
 struct Outcome {
     cgc_ssize_t candidates = 0;
     cgc_ssize_t collected = 0;
     cgc_ssize_t uncollectable = 0;
 };
 
-// Steps 1 to 4 on generation `generation` and the younger ones.
-Outcome run_collection(Heap &heap, int generation) {
+// Steps 1 to 4 on generation `generation` and the younger ones (or on the
+// incremental cycle's gathered set).
+Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     Generation *gens = heap.generations;
     bool oldest = generation == CGC_NUM_GENERATIONS - 1;
     int older = oldest ? generation : generation + 1;
     if (!oldest) gens[generation + 1].count++;
-    for (int g = 0; g <= generation; ++g) gens[g].count = 0;
+    if (!incremental_final) {
+        for (int g = 0; g <= generation; ++g) gens[g].count = 0;
+    } else {
+        gens[2].count = 0;  // (the young generations' counts went on during the cycle)
+    }
 
     Outcome outcome;
     Found found;  // step 1
-    if (oldest) {
+    if (incremental_final) {
+        cgc_ssize_t examined = heap.incremental.candidates;
+        found = find_unreachable_gathered(heap);
+        found.candidates = examined;
+    } else if (oldest) {
         found = find_unreachable_full(heap);
     } else {
         YoungCandidates candidates(heap, generation);
         found = find_unreachable(heap, candidates, older);
     }
     outcome.candidates = found.candidates;
-    update_long_lived(heap, generation, found.candidates - found.unreachable);
+    update_long_lived(heap, generation, found.candidates - found.unreachable, incremental_final);
 
     bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);  // 1e
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
@@ -1060,9 +1068,11 @@ Outcome run_collection(Heap &heap, int generation) {
 
 }  // namespace
 
-cgc_ssize_t collect(Heap &heap, int generation) {
+cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     if (heap.collecting()) return 0;
     expect_phase(heap, Phase::idle);
+    // A stop-the-world full collection does a running cycle's work at once.
+    if (generation == CGC_NUM_GENERATIONS - 1 && !incremental_final) abandon_cycle(heap);
     heap.collection_due = false;
     cgc_collection_info info{};
     info.generation = generation;
@@ -1071,21 +1081,22 @@ cgc_ssize_t collect(Heap &heap, int generation) {
 
     bool stats_wanted = (heap.debug_flags & CGC_DEBUG_STATS) != 0;
     if (stats_wanted) log_generation_sizes(heap, generation);
-    auto start = std::chrono::steady_clock::now();
-    Outcome outcome = run_collection(heap, generation);
-    auto elapsed = std::chrono::steady_clock::now() - start;
-    auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
-    if (stats_wanted)
-        log_line(heap, "gc: done, %td unreachable, %td uncollectable, %.4fs elapsed",
-                 outcome.collected + outcome.uncollectable, outcome.uncollectable, static_cast<double>(ns) / 1e9);
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    Outcome outcome = run_collection(heap, generation, incremental_final);
+    uint64_t ns = pause_clock_ns(heap.pause_clock_thread_cpu) - start;
+    // (The final step is part of a slice, which records the pause.)
+    if (!incremental_final) heap.pauses.record(ns);
+    if (stats_wanted) log_done(heap, outcome.collected, outcome.uncollectable, ns);
 
     cgc_generation_stats &stats = heap.generations[generation].stats;
     stats.collections++;
     stats.collected += static_cast<uint64_t>(outcome.collected);
     stats.uncollectable += static_cast<uint64_t>(outcome.uncollectable);
     stats.examined += static_cast<uint64_t>(outcome.candidates);
-    stats.total_ns += ns;
-    stats.max_pause_ns = std::max(stats.max_pause_ns, ns);
+    if (!incremental_final) {
+        stats.total_ns += ns;
+        stats.max_pause_ns = std::max(stats.max_pause_ns, ns);
+    }
 
     info.collected = outcome.collected;
     info.uncollectable = outcome.uncollectable;
@@ -1104,6 +1115,7 @@ cgc_ssize_t collect(Heap &heap, int generation) {
 cgc_ssize_t collect_automatic(Heap &heap) {
     heap.collection_due = false;
     if (heap.collecting()) return 0;
+    if (heap.incremental.budget_ns) return collect_automatic_incremental(heap);
     for (int g = CGC_NUM_GENERATIONS - 1; g >= 0; --g) {
         Generation &generation = heap.generations[g];
         if (g == 0 ? generation.count <= generation.threshold : !generation_due(heap, g)) continue;
@@ -1113,7 +1125,7 @@ cgc_ssize_t collect_automatic(Heap &heap) {
         cgc_generation_stats before = generation.stats;
         cgc_ssize_t found = collect(heap, g);
         adapt_schedule(heap, g, generation.stats.examined - before.examined,
-                       generation.stats.collected - before.collected);
+                       generation.stats.collected - before.collected, generation.stats.total_ns - before.total_ns);
         return found;
     }
     return 0;

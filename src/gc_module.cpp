@@ -185,10 +185,11 @@ void cgc_freeze(void) {
         report(CGC_ERR_MISUSE, "cgc_freeze (gc.freeze): called during a collection; ignored");
         return;
     }
+    abandon_cycle(heap);  // (its candidates become frozen)
     for_each_tracked(heap.space, [&](cgc_object *, GcMeta &meta) {
         if (meta.generation != kPermanent) meta.generation = kPermanent;
         // Frozen objects no longer count toward the next full collection.
-        heap.long_lived_pending -= meta.schedule;
+        heap.long_lived_pending -= meta.schedule & kPromotedPending;
         meta.schedule = 0;
     });
     heap.clear_young();

@@ -24,6 +24,12 @@ Heap::Heap() {
     // Tests: a small cap, past which young objects go unlisted whatever the
     // size of the heap, makes them take the unlisted paths with few objects
     // (the arrays then grow from that size, so that they fill up there).
+    // Incremental full collections from the start (docs/gc.md): the test
+    // suites run again with a budget.
+    if (const char *budget = std::getenv("CYCLEGC_PAUSE_BUDGET_NS"))
+        incremental.budget_ns = std::strtoull(budget, nullptr, 10);
+    if (const char *clock = std::getenv("CYCLEGC_PAUSE_CLOCK"))
+        pause_clock_thread_cpu = std::string_view(clock) == "thread";
     if (const char *cap = std::getenv("CYCLEGC_YOUNG_LIST_CAP")) {
         young_list_cap = std::strtoull(cap, nullptr, 10);
         unlist_whatever_the_heap = true;

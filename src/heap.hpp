@@ -3,8 +3,10 @@
 // page arena (arena.cpp).
 #pragma once
 
+#include "incremental.hpp"
 #include "object_array.hpp"
 #include "page_walk.hpp"
+#include "pause_stats.hpp"
 
 #include <cyclegc/cyclegc.h>
 
@@ -154,6 +156,11 @@ struct Heap {
     // kPromotedPending ones) are >= 25% of those that survived it.
     cgc_ssize_t long_lived_total = 0;
     cgc_ssize_t long_lived_pending = 0;
+
+    // The incremental cycle, if one runs, and the pause budget; the pauses.
+    IncrementalCycle incremental;
+    PauseHistogram pauses;
+    bool pause_clock_thread_cpu = false;  // (CYCLEGC_PAUSE_CLOCK=thread: pause_clock_ns)
 
     // Trashcan: objects whose deallocation was deferred, linked through
     // their ob_refcnt field, complemented so that the count reads below
@@ -457,7 +464,9 @@ inline void untrack_not_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
         // collection (gh-122569: counting promotions alone repeats full
         // collections that find nothing).
         heap.long_lived_pending -= static_cast<cgc_ssize_t>((bits & kMetaPromotedPending) >> 56);
-        set_meta_bits(meta, bits & ~(meta_flag_bits(kTracked | kReachable) | kMetaPromotedPending));
+        if (bits & kMetaIncrListed) [[unlikely]]
+            forget_listed(heap, op, static_cast<uint32_t>(bits));
+        set_meta_bits(meta, bits & ~(meta_flag_bits(kTracked | kReachable) | kMetaScheduleBits));
         return;
     }
     auto index = static_cast<uint32_t>(bits & kMetaWordBits);
@@ -501,12 +510,14 @@ inline void let_go(GcMeta &meta, bool nested) {
 // every collection when CYCLEGC_DEBUG >= 2.
 void validate_heap(Heap &heap, const char *when);
 
-// Collector entry points (collector.cpp).
-cgc_ssize_t collect(Heap &heap, int generation);
+// Collector entry points (collector.cpp). `incremental_final`: the final
+// step of the incremental cycle (generation 2), on its gathered set.
+cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final = false);
 cgc_ssize_t collect_automatic(Heap &heap);
 // The adaptive schedule's decision after an automatic collection of
-// `generation` that examined `examined` objects and freed `collected`.
-void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected);
+// `generation` that examined `examined` objects, freed `collected` and took
+// `ns`.
+void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected, uint64_t ns);
 // Whether generation g (> 0) is due: its count is over its effective threshold.
 bool generation_due(const Heap &heap, int g);
 // Called when a GC object is allocated: counts it, may collect.

@@ -66,6 +66,15 @@ constexpr uint64_t kMetaObjectOffsetBits = uint64_t(0xFF) << 48;
 // until then, or until it is untracked (dies).
 constexpr uint8_t kPromotedPending = 1;
 constexpr uint64_t kMetaPromotedPending = uint64_t(kPromotedPending) << 56;
+// GcMeta::schedule, an incremental cycle's marks on generation-2 objects
+// (incremental.cpp): a candidate of the cycle; marked reachable by it; held
+// in the cycle's mark stack or gathered set at index GcMeta::word (an entry
+// that untracking the object must clear).
+constexpr uint8_t kIncrCandidate = 2;
+constexpr uint8_t kIncrMarked = 4;
+constexpr uint8_t kIncrListed = 8;
+constexpr uint64_t kMetaIncrListed = uint64_t(kIncrListed) << 56;
+constexpr uint64_t kMetaScheduleBits = uint64_t(0xFF) << 56;
 constexpr uint64_t meta_flag_bits(uint8_t flags) { return uint64_t(flags) << 32; }
 inline uint64_t meta_bits(const GcMeta &meta) {
     uint64_t bits;
@@ -246,6 +255,14 @@ class PageSpace {
     }
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
+
+    // Keeps every page at its index in pages() until unpin(), as a walk
+    // does (pages that empty meanwhile are freed then): an incremental
+    // cycle walks the pages slice by slice with a (page, slot) cursor.
+    void pin() { ++walks_; }
+    void unpin() {
+        if (--walks_ == 0 && emptied_during_walk_) free_emptied_pages();
+    }
 
     const std::vector<Page *> &pages() const { return pages_; }
     size_t page_bytes() const { return page_bytes_; }

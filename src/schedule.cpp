@@ -13,6 +13,8 @@
 // collections of generation 0, so its span in allocations is the product).
 // gc.get_threshold() still reports the requested values. An explicit
 // set_threshold turns this off (heap.cpp): CPython's behaviour, exactly.
+// With a pause budget, a threshold grows only while its generation's
+// collections take less than half the budget.
 #include "heap.hpp"
 
 #include <algorithm>
@@ -27,10 +29,15 @@ constexpr int kMaxShift[2] = {6, 2};
 
 }  // namespace
 
-void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected) {
+void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected, uint64_t ns) {
     if (!heap.adaptive || generation > 1 || examined == 0) return;
     int &shift = heap.shift[generation];
-    if (collected * 16 < examined)  // under 1 in 16 was garbage: fruitless
+    uint64_t budget = heap.incremental.budget_ns;
+    if (budget && ns > budget / 2) {
+        // With a pause budget, a young collection stays within half of it:
+        // a longer one halves its generation's threshold, whatever it found.
+        if (ns > budget) shift = std::max(shift - 1, 0);
+    } else if (collected * 16 < examined)  // under 1 in 16 was garbage: fruitless
         shift = std::min(shift + 1, kMaxShift[generation]);
     else if (collected * 4 >= examined)  // 1 in 4 or more: productive
         shift = std::max(shift - 1, 0);

@@ -59,6 +59,8 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
 }
 
 void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
+    if (meta.schedule & kIncrListed) forget_listed(heap, op, meta.word);
+    meta.schedule = static_cast<uint8_t>(meta.schedule & kPromotedPending);
     auto take_out = [&](std::vector<cgc_object *> &list) {
         if (meta.word < list.size() && list[meta.word] == op) list[meta.word] = nullptr;
     };

@@ -26,6 +26,13 @@ if(NOT CYCLEGC_TSAN)
   # generations must behave the same.
   add_test(NAME unit.unlisted_young COMMAND cyclegc_unit_tests --gtest_brief=1)
   set_tests_properties(unit.unlisted_young PROPERTIES ENVIRONMENT CYCLEGC_YOUNG_LIST_CAP=4 TIMEOUT 300)
+  # And with a pause budget (incremental full collections; CYCLEGC_PAUSE_BUDGET_NS
+  # is read when a heap is made): 100 us, and 1 us, with which every slice
+  # does only its least work. The semantics must not change.
+  add_test(NAME unit.incremental COMMAND cyclegc_unit_tests --gtest_brief=1)
+  set_tests_properties(unit.incremental PROPERTIES ENVIRONMENT CYCLEGC_PAUSE_BUDGET_NS=100000 TIMEOUT 600)
+  add_test(NAME unit.incremental_tiny COMMAND cyclegc_unit_tests --gtest_brief=1)
+  set_tests_properties(unit.incremental_tiny PROPERTIES ENVIRONMENT CYCLEGC_PAUSE_BUDGET_NS=1000 TIMEOUT 600)
 endif()
 # And the whole suite under a 2 GB address-space limit (not under the
 # sanitizers, whose shadow memory cannot live under it): the arena starts

@@ -525,6 +525,49 @@ typedef struct cgc_generation_stats {
  * nothing). */
 CGC_API void cgc_get_stats(int generation, cgc_generation_stats *out);
 
+/* ---- Incremental collection and pauses ---------------------------------- */
+
+/* Sets the current heap's pause budget, in nanoseconds. 0 (the default, or
+ * the CYCLEGC_PAUSE_BUDGET_NS environment variable read when the heap is
+ * made) keeps stop-the-world collections. A positive value makes the
+ * automatic full collections incremental: a cycle runs in slices of about
+ * `ns` each, one at each automatic collection point (where young
+ * collections run), doing at least as much work as the allocations since
+ * the last slice call for, so that a cycle over N objects ends before about
+ * N/4 more are allocated. No slice runs while automatic collection is
+ * disabled. The semantics do not change: nothing reachable is freed, and
+ * the garbage that existed when a cycle began is freed when it ends. */
+CGC_API void cgc_set_pause_budget(uint64_t ns);
+/* The current heap's pause budget (0: stop-the-world). */
+CGC_API uint64_t cgc_get_pause_budget(void);
+/* Does about `ns` of incremental collection work now (0: until the cycle
+ * ends), whatever the budget, for a program with idle time. Starts a cycle
+ * if none runs (after a collection of generations 0 and 1, so that the cycle
+ * examines every tracked object). Returns 1 if a cycle finished (its
+ * garbage is freed), 0 if work remains, -1 if called during a collection
+ * (recorded: CGC_ERR_MISUSE). cgc_collect(2) during a cycle ends it: its
+ * stop-the-world collection does the cycle's work at once. */
+CGC_API int cgc_collect_slice(uint64_t ns);
+
+/* Pause statistics of the current heap: every collection (each young one,
+ * each stop-the-world full one) and every slice of an incremental cycle is
+ * a pause. Percentiles are read from a log-linear histogram (one bucket
+ * below 1024 ns, then 8 per power of two): each is an upper bound at most
+ * 12.5% above the true value, and never above max_ns. */
+typedef struct cgc_pause_stats {
+    uint64_t count;    /* pauses recorded */
+    uint64_t total_ns; /* their total */
+    uint64_t max_ns;   /* the longest */
+    uint64_t p50_ns;   /* median */
+    uint64_t p99_ns;
+    uint64_t p999_ns;  /* 99.9th percentile */
+} cgc_pause_stats;
+/* Fills *out with the current heap's pause statistics since it was made or
+ * last reset (NULL out does nothing). */
+CGC_API void cgc_get_pause_stats(cgc_pause_stats *out);
+/* Forgets the pauses recorded so far (a benchmark after its warm-up). */
+CGC_API void cgc_reset_pause_stats(void);
+
 /* When automatic collections run. CGC_AUTO_AT_ALLOCATION (the default, as in
  * CPython <= 3.11): inside the allocation that crosses the threshold.
  * CGC_AUTO_AT_SAFEPOINT (as CPython >= 3.12 at its eval breaker): the

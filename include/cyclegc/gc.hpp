@@ -5,6 +5,7 @@
 #include "detail/callable_box.hpp"
 #include "weak.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -39,6 +40,31 @@ inline generation_stats get_stats(int generation) noexcept {
     cgc_get_stats(generation, &stats);
     return stats;
 }
+// Incremental collection (docs/gc.md): a positive budget makes automatic
+// full collections run in slices of about that long; zero (the default) keeps
+// them stop-the-world.
+inline void set_pause_budget(std::chrono::nanoseconds budget) noexcept {
+    cgc_set_pause_budget(budget.count() > 0 ? static_cast<uint64_t>(budget.count()) : 0);
+}
+inline std::chrono::nanoseconds get_pause_budget() noexcept {
+    return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(cgc_get_pause_budget()));
+}
+// About `budget` of incremental collection work now (zero: until the cycle
+// ends); true if a cycle finished. Throws std::logic_error during a collection.
+inline bool collect_slice(std::chrono::nanoseconds budget) {
+    int status = cgc_collect_slice(budget.count() > 0 ? static_cast<uint64_t>(budget.count()) : 0);
+    if (status < 0) throw std::logic_error("cyclegc::collect_slice: called during a collection");
+    return status == 1;
+}
+// Every collection's and every slice's pause: count, total, max and
+// percentiles read from a histogram (within 12.5% above the true value).
+using pause_stats = cgc_pause_stats;
+inline pause_stats get_pause_stats() noexcept {
+    pause_stats stats{};
+    cgc_get_pause_stats(&stats);
+    return stats;
+}
+inline void reset_pause_stats() noexcept { cgc_reset_pause_stats(); }
 inline void set_debug(int flags) noexcept { cgc_set_debug(flags); }
 inline int get_debug() noexcept { return cgc_get_debug(); }
 inline void freeze() noexcept { cgc_freeze(); }

@@ -17,7 +17,7 @@ static int is_done_line(const char *line, int unreachable, int uncollectable) {
     if (*p++ != '.') return 0;
     for (int i = 0; i < 4; i++, p++)
         if (*p < '0' || *p > '9') return 0;
-    return strcmp(p, "s elapsed") == 0;
+    return strncmp(p, "s elapsed; pauses: ", 19) == 0; /* (then the pause statistics) */
 }
 
 static void test_debug_output(void) {

@@ -237,6 +237,14 @@ void Driver::p_safepoint() {
     }
 }
 
+// Incremental mode: a slice of the cycle (starting one with a collection of
+// generations 0 and 1, ending one with its final step), whose collections
+// the model follows through the callbacks.
+void Driver::p_slice() {
+    m_.settle();
+    if (cgc_collect_slice(1) < 0) fail("cgc_collect_slice failed: %s", cgc_error_message());
+}
+
 void Driver::p_weakref_get(size_t index) {
     cgc_object *w = roots_.at(index);
     uint64_t wid = m_.roots.at(index);
@@ -356,6 +364,7 @@ RunStats Driver::run() {
         break;
     default: break;  // CPython's thresholds, at allocation
     }
+    if (opt_.pause_budget) cgc_set_pause_budget(opt_.pause_budget);
     note("start: automatic collection %s, thresholds %td %td %td",
          mode == 0 ? "off" : mode == 2 ? "at safepoints" : "at allocation", cgc_get_threshold(0),
          cgc_get_threshold(1), cgc_get_threshold(2));
@@ -370,6 +379,10 @@ RunStats Driver::run() {
         m_.epoch = op_index_;
         step();
         end_op();
+        if (opt_.pause_budget) {
+            p_slice();
+            end_op();
+        }
         check_roots();
         if (full_collection_in_op_ || (opt_.check_every && op_index_ % opt_.check_every == 0)) full_check("after the operation");
     }

@@ -56,6 +56,7 @@ struct Options {
     double seconds = 0;          // stop after this long (0: no limit)
     uint64_t check_every = 0;    // full check every N operations (0: after full collections only)
     bool trace = false;          // print every operation
+    uint64_t pause_budget = 0;   // incremental mode: this budget, and a tiny slice after every operation
     std::string replay;          // how to replay this run, printed on failure
 };
 

@@ -3,6 +3,8 @@
 // collection callbacks and reported errors, each checked against the model.
 #include "world.hpp"
 
+#include "heap.hpp"  // (the incremental cycle's gathered set: note_final_step)
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -14,6 +16,8 @@
 #include <stdexcept>
 
 namespace cgc_stress::detail {
+
+namespace gci = cyclegc::internal;
 
 // ---- Hooks --------------------------------------------------------------------------
 
@@ -195,19 +199,34 @@ void Driver::on_weakref_destroyed(WrContext *context) {
     delete context;
 }
 
+// Whether the collection starting is an incremental cycle's final step, and
+// on which objects (read from the collector's state: the model cannot know
+// what the slices gathered while the program ran).
+void Driver::note_final_step(int generation) {
+    const gci::IncrementalCycle &cycle = gci::current_heap().incremental;
+    // (A young collection may run while the final step waits for its slice.)
+    final_step_ = generation == 2 && cycle.step == gci::IncrementalStep::final;
+    final_set_.clear();
+    if (!final_step_) return;
+    for (cgc_object *op : cycle.gathered)
+        if (op) final_set_.push_back(id_of(op));
+}
+
 void Driver::on_collection(const char *phase, const cgc_collection_info *info) {
     if (std::strcmp(phase, "start") == 0) {
         if (collecting_) fail("a collection started inside another");
         collecting_ = true;
         collection_generation_ = info->generation;
+        note_final_step(info->generation);
         return;
     }
     if (!collecting_ || info->generation != collection_generation_) fail("collection callback 'stop' without 'start'");
     collecting_ = false;
     ++collections_seen_;
-    if (info->generation == 2) full_collection_in_op_ = true;
+    if (info->generation == 2 && !final_step_) full_collection_in_op_ = true;
     // The model collects from the state the collection started from.
-    last_ = m_.collect(info->generation);
+    last_ = final_step_ ? m_.collect(2, &final_set_, info->candidates) : m_.collect(info->generation);
+    final_step_ = false;
     untracked_at_entry_.clear();
     int64_t reported_survivors = reported_survivors_;
     reported_survivors_ = 0;

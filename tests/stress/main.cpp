@@ -2,6 +2,7 @@
 //
 //   cyclegc_stress [--seed S] [--seeds N] [--ops N] [--seconds T]
 //                  [--check-every N] [--trace] [--record FILE] [--replay FILE]
+//                  [--pause-budget NS]
 //
 // Runs N seeds (S, S+1, ...) of N operations each; with --seconds, keeps
 // running further seeds until T seconds have passed (the long budget). A
@@ -9,6 +10,8 @@
 //   cyclegc_stress --seed S --ops N [--trace]
 // --replay FILE runs a fuzzer input (or a --record file) through the same
 // driver; --record FILE writes the choices of one seed as such a file.
+// --pause-budget NS runs the collector incrementally (cgc_set_pause_budget),
+// with a tiny slice of the cycle after every operation.
 #include "driver.hpp"
 
 #include <cyclegc/cyclegc.h>
@@ -30,7 +33,8 @@ namespace {
 void usage() {
     std::fprintf(stderr,
                  "usage: cyclegc_stress [--seed S] [--seeds N] [--ops N] [--seconds T] [--check-every N]\n"
-                 "                      [--trace] [--record FILE] [--replay FILE] [--quiet]\n");
+                 "                      [--trace] [--record FILE] [--replay FILE] [--quiet]\n"
+                 "                      [--pause-budget NS]\n");
     std::exit(2);
 }
 
@@ -54,7 +58,7 @@ void add(ModelStats &total, const ModelStats &s) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    uint64_t seed = 1, seeds = 1, ops = 20000, check_every = 0;
+    uint64_t seed = 1, seeds = 1, ops = 20000, check_every = 0, pause_budget = 0;
     double seconds = 0;
     bool trace = false, quiet = false;
     std::string record, replay;
@@ -70,6 +74,7 @@ int main(int argc, char **argv) {
         else if (arg == "--seconds") seconds = std::strtod(value(), nullptr);
         else if (arg == "--check-every") check_every = std::strtoull(value(), nullptr, 0);
         else if (arg == "--trace") trace = true;
+        else if (arg == "--pause-budget") pause_budget = std::strtoull(value(), nullptr, 0);
         else if (arg == "--quiet") quiet = true;
         else if (arg == "--record") record = value();
         else if (arg == "--replay") replay = value();
@@ -88,6 +93,7 @@ int main(int argc, char **argv) {
         options.max_ops = UINT64_MAX;
         options.check_every = check_every ? check_every : 1;
         options.trace = trace;
+        options.pause_budget = pause_budget;
         options.replay = "cyclegc_stress --replay " + replay + " --trace";
         RunStats s = run_sequence(source, options);
         std::printf("replay %s: %" PRIu64 " operations, %zu bytes: passed\n", replay.c_str(), s.ops, bytes.size());
@@ -109,7 +115,9 @@ int main(int argc, char **argv) {
         options.max_ops = ops;
         options.check_every = check_every;
         options.trace = trace;
-        options.replay = "cyclegc_stress --seed " + std::to_string(s) + " --ops " + std::to_string(ops) + " --trace";
+        options.pause_budget = pause_budget;
+        options.replay = "cyclegc_stress --seed " + std::to_string(s) + " --ops " + std::to_string(ops) +
+                         (pause_budget ? " --pause-budget " + std::to_string(pause_budget) : "") + " --trace";
         RunStats r = run_sequence(source, options);
         ++runs;
         total_ops += r.ops;

@@ -521,23 +521,28 @@ void Model::mark_from_outside(const std::vector<uint64_t> &set) {
     }
 }
 
-Prediction Model::collect(int generation) {
-    const bool full = generation == 2;
-    const uint8_t older = static_cast<uint8_t>(full ? 2 : generation + 1);
+Prediction Model::collect(int generation, const std::vector<uint64_t> *given, int64_t examined) {
+    const bool full = generation == 2 && !given;
+    const uint8_t older = static_cast<uint8_t>(generation == 2 ? 2 : generation + 1);
     ++collections_started;
     ++events.collections[generation];
-    if (!full) ++count[generation + 1];
-    for (int g = 0; g <= generation; ++g) count[g] = 0;
+    if (generation < 2) ++count[generation + 1];
+    for (int g = given ? 2 : 0; g <= generation; ++g) count[g] = 0;
 
     Prediction p;
     p.generation = generation;
     const uint64_t user_code_before = events.finalizers + events.callbacks;
     std::vector<uint64_t> set;
-    for (auto &[id, n] : nodes_)
-        if (n.alive && n.tracked && n.gen != kPermanent && (full || n.gen <= generation)) set.push_back(id);
+    if (given) {
+        for (uint64_t id : *given)
+            if (node(id).alive && node(id).tracked) set.push_back(id);
+    } else {
+        for (auto &[id, n] : nodes_)
+            if (n.alive && n.tracked && n.gen != kPermanent && (full || n.gen <= generation)) set.push_back(id);
+    }
     std::sort(set.begin(), set.end());
     for (uint64_t id : set) node(id).in_set = true;
-    p.candidates = static_cast<int64_t>(set.size());
+    p.candidates = given ? examined : static_cast<int64_t>(set.size());
     if (g_debug_id && exists(g_debug_id))
         DEBUG_ID(g_debug_id, "collection of generation %d starts: alive %d, tracked %d, gen %d, count %lld, candidate %d",
                  generation, node(g_debug_id).alive, node(g_debug_id).tracked, node(g_debug_id).gen,

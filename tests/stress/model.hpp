@@ -225,8 +225,10 @@ class Model {
     GenStats stats[3];
     uint64_t collections_started = 0;
 
-    // Simulates cgc_collect(generation) from the current state.
-    Prediction collect(int generation);
+    // Simulates cgc_collect(generation) from the current state; or, given
+    // `set`, an incremental cycle's final step: the same analysis on that set
+    // alone, which reports `examined` (the cycle's candidates).
+    Prediction collect(int generation, const std::vector<uint64_t> *set = nullptr, int64_t examined = 0);
 
     ModelStats events;
     uint64_t unraisable = 0;

@@ -147,6 +147,8 @@ class Driver {
     void p_untrack(uint64_t id);
     void p_collect(int generation);
     void p_safepoint();
+    void p_slice();
+    void note_final_step(int generation);
     void p_weakref_get(size_t index);
     void p_resize(size_t index, size_t items);
     void p_freeze(bool freeze);
@@ -205,6 +207,9 @@ class Driver {
     int64_t reported_survivors_ = 0;  // in the running collection (on_error)
     bool collecting_ = false;
     int collection_generation_ = -1;
+    // The running collection is an incremental cycle's final step, on this set.
+    bool final_step_ = false;
+    std::vector<uint64_t> final_set_;
     uint64_t collections_seen_ = 0;
     bool full_collection_in_op_ = false;
     Prediction last_;

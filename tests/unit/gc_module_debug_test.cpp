@@ -55,7 +55,7 @@ TEST_F(GcModuleTest, DebugStatsWritesCPythonsLines) {
     EXPECT_EQ(lines[1], "gc: collecting generation 2...");
     EXPECT_EQ(lines[2], "gc: objects in each generation: 3 1 3");
     EXPECT_EQ(lines[3], "gc: objects in permanent generation: 0");
-    EXPECT_TRUE(std::regex_match(lines[4], std::regex(R"(gc: done, 2 unreachable, 1 uncollectable, \d+\.\d{4}s elapsed)")))
+    EXPECT_TRUE(std::regex_match(lines[4], std::regex(R"(gc: done, 2 unreachable, 1 uncollectable, \d+\.\d{4}s elapsed; pauses: \d+, p50 [\d.]+us, p99 [\d.]+us, p99\.9 [\d.]+us, max [\d.]+us)")))
         << lines[4];
     EXPECT_EQ(lines[5], "callback stop");
 

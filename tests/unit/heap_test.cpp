@@ -534,7 +534,9 @@ TEST_F(HeapTest, AllocationCollectsAutomaticallyAndBoundsGarbage) {
     EXPECT_LE(max_alive, 701 + 10) << "garbage piles up: automatic collection does not keep up";
     uint64_t automatic = stats_of(0).collections + stats_of(1).collections + stats_of(2).collections;
     EXPECT_GE(automatic, static_cast<uint64_t>(n / 702 - 1));  // one per ~701 allocations
-    EXPECT_GE(stats_of(1).collections, automatic / 11 - 1);    // every 11th is of generation 1
+    // Every 11th is of generation 1 (or a full one, or with a pause budget
+    // an incremental cycle's final step beside the young collections).
+    EXPECT_GE(stats_of(1).collections + stats_of(2).collections, automatic / 11 - 1);
     cgc_collect(2);
     EXPECT_EQ(counters.deallocated, n);
     cgc_heap_set_current(nullptr);

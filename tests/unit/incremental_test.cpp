@@ -1,0 +1,446 @@
+// Incremental full collections (cgc_set_pause_budget, cgc_collect_slice):
+// cycles found over several slices while the program changes the graph
+// between them, and the pause statistics.
+#include "test_types.hpp"
+
+#include <cyclegc/cyclegc.hpp>
+
+#include <vector>
+
+using namespace cgc_test;
+
+namespace {
+
+using Step = gci::IncrementalStep;
+
+class IncrementalTest : public HeapFixture {
+  protected:
+    gci::IncrementalCycle &cycle() { return heap_state().incremental; }
+
+    // Runs slices of 1 ns (each does the least work, a few hundred units)
+    // until the cycle reaches `step`; returns how many ran.
+    int slice_until(Step step) {
+        int slices = 0;
+        while (cycle().step != step && slices < 1'000'000) {
+            EXPECT_EQ(cgc_collect_slice(1), 0);
+            ++slices;
+        }
+        return slices;
+    }
+    // Runs tiny slices until a cycle finishes; returns how many ran.
+    int finish_cycle() {
+        for (int slices = 1; slices < 1'000'000; ++slices)
+            if (cgc_collect_slice(1) == 1) return slices;
+        ADD_FAILURE() << "the cycle never finished";
+        return 0;
+    }
+};
+
+// `n` nodes in generation 2, each referring to the one made before it (so
+// the walk in address order meets referents behind it), the newest held.
+Node *old_chain(int n, int first_id = 0) {
+    Node *newest = nullptr;
+    for (int i = 0; i < n; ++i) {
+        Node *node = new_node(first_id + i);
+        node->next = newest ? obj(newest) : nullptr;  // (transfers the reference)
+        newest = node;
+    }
+    cgc_collect(1);
+    cgc_collect(1);
+    return newest;
+}
+
+// A self cycle in generation 2 that nothing else refers to.
+Node *old_garbage_self_cycle(int id) {
+    Node *node = new_node(id);
+    link_next(node, node);
+    cgc_collect(1);
+    cgc_collect(1);
+    EXPECT_EQ(generation_of(node), 2);
+    cgc_decref(obj(node));
+    return node;  // (borrowed)
+}
+
+TEST_F(IncrementalTest, GarbageIsFoundOverSeveralSlices) {
+    Node *live = old_chain(5000);
+    std::vector<Node *> pairs;
+    for (int i = 0; i < 100; ++i) {
+        Node *a = new_node(1000 + i), *b = new_node(2000 + i);
+        link_next(a, b);
+        link_next(b, a);
+        pairs.push_back(a);
+        pairs.push_back(b);
+    }
+    cgc_collect(1);
+    cgc_collect(1);  // all in generation 2
+    for (Node *node : pairs) cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 0);
+    int slices = finish_cycle();
+    EXPECT_GT(slices, 4);  // each step took several
+    EXPECT_EQ(counters.deallocated, 200);
+    EXPECT_EQ(cycle().step, Step::none);
+    EXPECT_EQ(stats_of(2).collections, 1u);
+    EXPECT_EQ(stats_of(2).collected, 200u);
+    EXPECT_GE(stats_of(2).examined, 5200u);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, ReturnValues) {
+    Node *live = old_chain(3000);
+    EXPECT_EQ(cgc_collect_slice(1), 0);  // started, work remains
+    EXPECT_TRUE(cycle().running());
+    EXPECT_EQ(cgc_collect_slice(0), 1);  // 0: to the end
+    EXPECT_FALSE(cycle().running());
+    EXPECT_EQ(cgc_collect_slice(0), 1);  // a whole cycle
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, ObjectReferencedFromALocalBeforeTheFinalStepSurvives) {
+    Node *live = old_chain(2000);
+    Node *x = old_garbage_self_cycle(7);
+    slice_until(Step::final);
+    // The analysis gathered x as garbage; the program takes a reference.
+    ASSERT_FALSE(cycle().gathered.empty());
+    cgc_incref(obj(x));
+    EXPECT_EQ(cgc_collect_slice(1), 1);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(generation_of(x), 2);
+    cgc_decref(obj(x));
+    EXPECT_EQ(cgc_collect(2), 1);
+    EXPECT_EQ(counters.deallocated, 1);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, ObjectReferencedFromAYoungObjectMidCycleSurvives) {
+    Node *live = old_chain(2000);
+    Node *x = old_garbage_self_cycle(7);
+    slice_until(Step::mark);
+    Node *young = new_node(8);  // tracked during the cycle: not a candidate
+    link_extra(young, obj(x));
+    finish_cycle();
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(x->ob_base.ob_refcnt, 2);
+    cgc_decref(obj(young));  // young and x are garbage now
+    EXPECT_EQ(cgc_collect(2), 1);
+    EXPECT_EQ(counters.deallocated, 2);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, ObjectResurrectedThroughAWeakReferenceSurvives) {
+    Node *live = old_chain(2000);
+    Node *x = old_garbage_self_cycle(7);
+    cgc_object *weak = cgc_weakref_new(obj(x), nullptr, nullptr);
+    ASSERT_NE(weak, nullptr);
+    slice_until(Step::final);
+    cgc_object *strong = cgc_weakref_get(weak);
+    ASSERT_EQ(strong, obj(x));
+    EXPECT_EQ(cgc_collect_slice(1), 1);
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(cgc_weakref_get_ref(weak, &strong), 1);  // still alive
+    cgc_decref(strong);
+    cgc_decref(strong);
+    EXPECT_EQ(cgc_collect(2), 1);
+    EXPECT_EQ(counters.deallocated, 1);
+    cgc_object *dead = nullptr;
+    EXPECT_EQ(cgc_weakref_get_ref(weak, &dead), 0);
+    cgc_decref(weak);
+    cgc_decref(obj(live));
+}
+
+// References moved between slices, from holders the walk has yet to reach to
+// holders it has passed: the stale marking misses some targets, which the
+// final step finds referenced and keeps.
+TEST_F(IncrementalTest, ReferencesMovedBetweenSlicesFreeNothingLive) {
+    const int n = 3000;
+    std::vector<Node *> low, high, targets;
+    for (int i = 0; i < n; ++i) low.push_back(new_node(i));
+    for (int i = 0; i < n; ++i) targets.push_back(new_node(n + i));
+    for (int i = 0; i < n; ++i) high.push_back(new_node(2 * n + i));
+    for (int i = 0; i < n; ++i) {
+        high[i]->next = obj(targets[i]);  // (the reference made above moves in)
+        cgc_xincref(high[i]->next);
+        cgc_decref(obj(targets[i]));
+    }
+    cgc_collect(1);
+    cgc_collect(1);
+    bool in_high = true;
+    int slices = 0;
+    while (cgc_collect_slice(1) == 0) {
+        // Each target is referenced by exactly one holder at any time.
+        for (int i = 0; i < n; ++i) {
+            Node *from = in_high ? high[i] : low[i];
+            Node *to = in_high ? low[i] : high[i];
+            to->next = from->next;
+            from->next = nullptr;
+        }
+        in_high = !in_high;
+        ++slices;
+    }
+    EXPECT_GT(slices, 4);
+    EXPECT_EQ(counters.deallocated, 0);
+    for (Node *target : targets) EXPECT_EQ(generation_of(target), 2);
+    for (Node *node : low) cgc_decref(obj(node));
+    for (Node *node : high) cgc_decref(obj(node));
+    EXPECT_EQ(counters.deallocated, 3 * n);
+}
+
+// Objects on the mark stack freed between slices: their entries become null
+// (never read again), and new objects take their slots.
+TEST_F(IncrementalTest, ObjectsFreedWhileOnTheMarkStackLeaveNullEntries) {
+    const int n = 4000;
+    Node *head = old_chain(n);
+    int slices = 0;
+    // Until the stack holds a node below the head's child (one the cut frees).
+    auto listed_below_child = [&] {
+        size_t entries = 0;
+        for (cgc_object *op : cycle().stack) entries += op != nullptr && op != head->next;
+        return entries;
+    };
+    while (cycle().step != Step::mark || listed_below_child() == 0) {
+        ASSERT_EQ(cgc_collect_slice(1), 0);
+        ASSERT_LT(++slices, 100'000);
+    }
+    // Cut the chain below the head's child: the rest, what the stack holds
+    // among it, is freed.
+    Node *child = as_node(head->next);
+    link_next(child, nullptr);
+    EXPECT_EQ(counters.deallocated, n - 2);
+    size_t live_entries = 0;
+    for (cgc_object *op : cycle().stack) {
+        if (!op || op == obj(child)) continue;
+        ++live_entries;
+        const gci::GcMeta &meta = gci::meta_of(op);
+        EXPECT_TRUE(meta.flags & gci::kTracked);
+        EXPECT_TRUE(meta.schedule & gci::kIncrListed);
+    }
+    EXPECT_EQ(live_entries, 0u);
+    // New objects in the freed slots, garbage among them.
+    std::vector<Node *> fresh;
+    for (int i = 0; i < 1000; ++i) fresh.push_back(new_node(100000 + i));
+    for (int i = 0; i < 1000; i += 2) {
+        link_next(fresh[i], fresh[i + 1]);
+        link_next(fresh[i + 1], fresh[i]);
+    }
+    for (Node *node : fresh) cgc_decref(obj(node));
+    finish_cycle();
+    EXPECT_EQ(counters.deallocated, n - 2);  // the fresh garbage is young: not this cycle's
+    EXPECT_EQ(cgc_collect(2), 1000);
+    cgc_decref(obj(head));
+}
+
+TEST_F(IncrementalTest, GatheredObjectsFreedBeforeTheFinalStepLeaveNullEntries) {
+    Node *live = old_chain(2000);
+    std::vector<Node *> garbage;
+    for (int i = 0; i < 50; ++i) garbage.push_back(old_garbage_self_cycle(i));
+    slice_until(Step::final);
+    EXPECT_EQ(cycle().gathered.size(), 50u);
+    // The program breaks half of the cycles itself: freed now.
+    for (int i = 0; i < 50; i += 2) link_next(garbage[i], nullptr);
+    EXPECT_EQ(counters.deallocated, 25);
+    size_t left = 0;
+    for (cgc_object *op : cycle().gathered) left += op != nullptr;
+    EXPECT_EQ(left, 25u);
+    EXPECT_EQ(cgc_collect_slice(1), 1);
+    EXPECT_EQ(counters.deallocated, 50);
+    EXPECT_EQ(stats_of(2).collected, 25u);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, FullCollectionEndsTheCycleAtOnce) {
+    Node *live = old_chain(3000);
+    Node *x = old_garbage_self_cycle(1);
+    (void)x;
+    slice_until(Step::mark);
+    make_garbage_pair(2, 3);  // young garbage, made during the cycle
+    EXPECT_EQ(cgc_collect(2), 3);
+    EXPECT_FALSE(cycle().running());
+    EXPECT_EQ(counters.deallocated, 3);
+    // The collection counted references from zero: no word was left over.
+    EXPECT_EQ(cgc_collect(2), 0);
+    EXPECT_EQ(cgc_collect_slice(0), 1);  // a new cycle
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, FreezeBetweenSlicesDropsTheCycle) {
+    Node *live = old_chain(3000);
+    Node *x = old_garbage_self_cycle(1);
+    slice_until(Step::subtract);
+    cgc_freeze();
+    EXPECT_FALSE(cycle().running());
+    EXPECT_EQ(generation_of(x), CGC_NUM_GENERATIONS);  // frozen, with no cycle's marks
+    EXPECT_EQ(gci::meta_of(x).schedule, 0);
+    EXPECT_EQ(cgc_collect_slice(0), 1);
+    EXPECT_EQ(counters.deallocated, 0);  // frozen objects are not collected
+    cgc_unfreeze();
+    EXPECT_EQ(cgc_collect_slice(0), 1);
+    EXPECT_EQ(counters.deallocated, 1);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, IntrospectionAndSettingsBetweenSlices) {
+    Node *live = old_chain(3000);
+    slice_until(Step::mark);
+    cgc_object_list all{};
+    ASSERT_EQ(cgc_get_objects(-1, &all), 0);
+    EXPECT_EQ(all.count, 3000);
+    cgc_object_list_release(&all);
+    cgc_set_threshold(0, 100);
+    EXPECT_EQ(cgc_get_threshold(0), 100);
+    EXPECT_TRUE(cycle().running());
+    finish_cycle();
+    EXPECT_EQ(counters.deallocated, 0);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, NoAutomaticSlicesWhileDisabled) {
+    Node *live = old_chain(20000);
+    cgc_set_pause_budget(50'000);
+    EXPECT_EQ(cgc_get_pause_budget(), 50'000u);
+    cgc_collect_slice(1);
+    ASSERT_TRUE(cycle().running());
+    size_t page = cycle().page;
+    gci::IncrementalStep step = cycle().step;
+    std::vector<Node *> made;
+    for (int i = 0; i < 20000; ++i) made.push_back(new_node(i));  // (disabled by the fixture)
+    EXPECT_EQ(cycle().step, step);
+    EXPECT_EQ(cycle().page, page);
+    cgc_enable();
+    for (int i = 0; i < 200000 && cycle().running(); ++i) made.push_back(new_node(i));
+    EXPECT_FALSE(cycle().running());  // automatic slices ended it
+    cgc_disable();
+    for (Node *node : made) cgc_decref(obj(node));
+    cgc_decref(obj(live));
+}
+
+// With a budget, the long-lived rule starts cycles instead of full
+// collections, and the slices free the old garbage.
+TEST_F(IncrementalTest, AutomaticCyclesFreeOldGarbage) {
+    cgc_set_pause_budget(100'000);
+    cgc_set_threshold(0, 700);  // (no adaptive schedule: the counts below are CPython's)
+    cgc_enable();
+    std::vector<Node *> live;
+    for (int i = 0; i < 30000; ++i) {
+        Node *node = new_node(i);
+        if (i % 3 == 0) {
+            link_next(node, node);  // garbage once dropped, if it reaches an old generation first
+            cgc_collect(1);
+        }
+        live.push_back(node);
+        if (live.size() > 100) {
+            cgc_decref(obj(live.front()));
+            live.erase(live.begin());
+        }
+    }
+    std::vector<Node *> kept;  // (allocations that live: frees count back down)
+    for (int i = 0; i < 200000 && stats_of(2).collections == 0; ++i) kept.push_back(new_node(i));
+    EXPECT_GE(stats_of(2).collections, 1u);
+    EXPECT_GT(stats_of(2).collected, 0u);
+    cgc_pause_stats pauses{};
+    cgc_get_pause_stats(&pauses);
+    EXPECT_GT(pauses.count, stats_of(0).collections + stats_of(1).collections);  // and the slices
+    cgc_disable();
+    for (Node *node : live) cgc_decref(obj(node));
+    for (Node *node : kept) cgc_decref(obj(node));
+}
+
+TEST_F(IncrementalTest, FinalizersRunOnce) {
+    Node *live = old_chain(2000);
+    Node *f = new_node(&final_node_type, 1);
+    link_next(f, f);
+    cgc_collect(1);
+    cgc_collect(1);
+    cgc_decref(obj(f));
+    on_finalize = [](Node *node) {
+        // Resurrects it once: the collection keeps it, the next frees it.
+        static bool resurrected = false;
+        if (!resurrected) {
+            resurrected = true;
+            cgc_incref(obj(node));
+            link_extra(node, nullptr);
+        }
+    };
+    EXPECT_GE(finish_cycle(), 1);
+    EXPECT_EQ(counters.finalized, 1);
+    EXPECT_EQ(counters.deallocated, 0);
+    cgc_decref(obj(f));  // the finalizer's reference: the self cycle is garbage again
+    finish_cycle();
+    EXPECT_EQ(counters.finalized, 1);  // not again
+    EXPECT_EQ(counters.deallocated, 1);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, SliceDuringACollectionIsRefused) {
+    int status = 2;
+    on_finalize = [&](Node *) { status = cgc_collect_slice(1000); };
+    Node *f = new_node(&final_node_type, 1);
+    link_next(f, f);
+    cgc_decref(obj(f));
+    cgc_collect(2);
+    EXPECT_EQ(status, -1);
+    expect_one_error(CGC_ERR_MISUSE, {"cgc_collect_slice", "during a collection"});
+}
+
+TEST_F(IncrementalTest, CppSpellings) {
+    using namespace std::chrono_literals;
+    cyclegc::set_pause_budget(2ms);
+    EXPECT_EQ(cyclegc::get_pause_budget(), 2ms);
+    cyclegc::reset_pause_stats();
+    Node *live = old_chain(1000);
+    while (!cyclegc::collect_slice(1ns)) {
+    }
+    cyclegc::pause_stats pauses = cyclegc::get_pause_stats();
+    EXPECT_GT(pauses.count, 2u);
+    EXPECT_GE(pauses.max_ns, pauses.p50_ns);
+    cyclegc::set_pause_budget(0ns);
+    cgc_decref(obj(live));
+}
+
+// ---- The pause histogram ------------------------------------------------
+
+TEST(PauseHistogram, BucketsAreLogLinear) {
+    using H = gci::PauseHistogram;
+    EXPECT_EQ(H::bucket_of(0), 0);
+    EXPECT_EQ(H::bucket_of(1023), 0);
+    EXPECT_EQ(H::bucket_of(1024), 1);
+    EXPECT_EQ(H::upper_bound(1), 1024u + 128 - 1);
+    EXPECT_EQ(H::bucket_of(2047), 8);
+    EXPECT_EQ(H::upper_bound(8), 2047u);
+    EXPECT_EQ(H::bucket_of(2048), 9);
+    EXPECT_EQ(H::upper_bound(H::kBuckets - 1), UINT64_MAX);
+    for (uint64_t ns : {1500ull, 999'999ull, 123'456'789ull, 1ull << 40}) {
+        uint64_t bound = H::upper_bound(H::bucket_of(ns));
+        EXPECT_GE(bound, ns);
+        EXPECT_LE(bound, ns + ns / 8);  // the documented resolution
+    }
+}
+
+TEST(PauseHistogram, PercentilesFromKnownPauses) {
+    gci::PauseHistogram histogram;
+    EXPECT_EQ(histogram.stats().p50_ns, 0u);
+    for (int i = 0; i < 989; ++i) histogram.record(2000);
+    for (int i = 0; i < 10; ++i) histogram.record(500'000);
+    histogram.record(1'000'000);
+    cgc_pause_stats stats = histogram.stats();
+    EXPECT_EQ(stats.count, 1000u);
+    EXPECT_EQ(stats.total_ns, 989u * 2000 + 10u * 500'000 + 1'000'000);
+    EXPECT_EQ(stats.max_ns, 1'000'000u);
+    EXPECT_EQ(stats.p50_ns, 2047u);    // 2000's bucket: [1920, 2047]
+    EXPECT_EQ(stats.p99_ns, 524'287u);   // the 990th pause: 500'000's bucket, [491'520, 524'287]
+    EXPECT_EQ(stats.p999_ns, 524'287u);  // the 999th
+    histogram.record(1'000'000);
+    EXPECT_EQ(histogram.percentile(1.0), 1'000'000u);  // capped at the maximum
+    histogram.reset();
+    EXPECT_EQ(histogram.stats().count, 0u);
+}
+
+TEST_F(IncrementalTest, EveryCollectionIsAPause) {
+    cgc_reset_pause_stats();
+    cgc_collect(0);
+    cgc_collect(2);
+    cgc_pause_stats stats{};
+    cgc_get_pause_stats(&stats);
+    EXPECT_EQ(stats.count, 2u);
+    EXPECT_GE(stats.total_ns, stats.max_ns);
+}
+
+}  // namespace
