@@ -60,9 +60,9 @@ namespace {
 // stays reachable for the rest of the collection, whatever is subtracted.
 constexpr uint32_t kPinnedRefs = uint32_t(1) << 31;
 
-void expect_phase(const Heap &heap, Phase phase) {
+void expect_phase(const Heap &heap, Phase phase, Phase or_phase) {
 #if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
-    if (heap.phase != phase) {
+    if (heap.phase != phase && heap.phase != or_phase) {
         report(CGC_ERR_CORRUPTION, "collector: internal phase error (%d, expected %d)",
                static_cast<int>(heap.phase), static_cast<int>(phase));
         std::abort();
@@ -70,8 +70,11 @@ void expect_phase(const Heap &heap, Phase phase) {
 #else
     (void)heap;
     (void)phase;
+    (void)or_phase;
 #endif
 }
+
+void expect_phase(const Heap &heap, Phase phase) { expect_phase(heap, phase, phase); }
 
 void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
     if (cgc_traverseproc traverse_function = op->ob_type->tp_traverse) traverse_function(op, visit, arg);
@@ -761,6 +764,7 @@ int visit_legacy_reachable(cgc_object *child, void *heap) {
 // the same look at each object's type serves both, so that a heap without
 // finalizers is spared a second pass over the objects (a cache miss each).
 bool move_legacy_finalizers(Heap &heap) {
+    expect_phase(heap, Phase::callbacks);  // (between steps: step 1's analysis is over)
     bool finalizers = false;
     for (cgc_object *op : heap.unreachable) {
         if (!op) continue;
@@ -791,7 +795,7 @@ void call_holding(cgc_object *op, const char *what, Function function) {
 // Step 2, finalizers (after the weak references: handle_weakrefs). Returns
 // whether any ran.
 bool finalize_garbage(Heap &heap) {
-    heap.phase = Phase::finalizing;
+    expect_phase(heap, Phase::finalizing);
     bool ran = false;
     // By index: a finalizer may free any member (leaving NULL), never add.
     for (size_t i = 0; i < heap.unreachable.size(); ++i) {
@@ -809,6 +813,7 @@ bool finalize_garbage(Heap &heap) {
 
 // Step 3: resurrected objects leave the unreachable set.
 void keep_resurrected(Heap &heap, int older) {
+    expect_phase(heap, Phase::finalizing);
     heap.phase = Phase::checking_resurrection;
     UnreachableSet set{heap.unreachable};
     AnalysisPhase analysis(heap);
@@ -872,6 +877,7 @@ void report_survivors(int older, cgc_ssize_t count, cgc_object *first, bool save
 // that user code untracks meanwhile leaves the set as a freed one does, and
 // counts as collected: the two cannot be told apart.)
 cgc_ssize_t clear_garbage(Heap &heap, int older) {
+    expect_phase(heap, Phase::finalizing, Phase::checking_resurrection);
     heap.phase = Phase::clearing;
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
     cgc_ssize_t not_freed = 0;
@@ -1019,6 +1025,7 @@ struct Outcome {
 // Steps 1 to 4 on generation `generation` and the younger ones (or on the
 // incremental cycle's gathered set).
 Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
+    expect_phase(heap, Phase::callbacks);  // (collect's: the start callbacks have run)
     Generation *gens = heap.generations;
     bool oldest = generation == CGC_NUM_GENERATIONS - 1;
     int older = oldest ? generation : generation + 1;
