@@ -5,6 +5,15 @@
 
 namespace cyclegc::internal {
 
+// gc_refs given to an object whose count cannot be trusted (or is huge): it
+// stays reachable for the rest of the analysis, whatever is subtracted.
+constexpr uint32_t kPinnedRefs = uint32_t(1) << 31;
+
+// Calls the object's tp_traverse, if its type has one.
+inline void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
+    if (cgc_traverseproc traverse_function = op->ob_type->tp_traverse) traverse_function(op, visit, arg);
+}
+
 // Steps 1a to 1d of a collection (and their repeat in step 3), and an
 // incremental cycle's slices, run in this scope. Only tp_traverse runs,
 // which must not change the graph. So that the fast paths need no phase test, they are made to

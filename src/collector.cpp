@@ -56,9 +56,6 @@
 namespace cyclegc::internal {
 namespace {
 
-// gc_refs given to an object whose count cannot be trusted (or is huge): it
-// stays reachable for the rest of the collection, whatever is subtracted.
-constexpr uint32_t kPinnedRefs = uint32_t(1) << 31;
 
 void expect_phase(const Heap &heap, Phase phase, Phase or_phase) {
 #if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 1
@@ -76,9 +73,6 @@ void expect_phase(const Heap &heap, Phase phase, Phase or_phase) {
 
 void expect_phase(const Heap &heap, Phase phase) { expect_phase(heap, phase, phase); }
 
-void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
-    if (cgc_traverseproc traverse_function = op->ob_type->tp_traverse) traverse_function(op, visit, arg);
-}
 
 // ---- The candidate-page filter (see PageFilter) ---------------------------
 

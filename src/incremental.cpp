@@ -26,9 +26,6 @@ namespace cyclegc::internal {
 namespace {
 
 
-// A word that no subtraction lowers (a count that is huge or broken: the
-// final step reports broken counts).
-constexpr uint32_t kPinnedRefs = uint32_t(1) << 31;
 // The work of a slice is counted in units: a slot visited is one, a
 // traversal kTraverseUnits more. The clock is read after kFirstCheck units
 // (so that a tiny budget makes a tiny slice), then every kClockEvery.
@@ -76,9 +73,6 @@ inline bool is_candidate(const GcMeta &meta) {
     return (meta.schedule & kIncrCandidate) && (meta.flags & kTracked);
 }
 
-void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
-    if (cgc_traverseproc traverse_function = op->ob_type->tp_traverse) traverse_function(op, visit, arg);
-}
 
 // A slot's place in the page walk.
 inline uint64_t walk_position(size_t page, uint32_t slot) { return uint64_t(page) << 32 | slot; }
