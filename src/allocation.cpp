@@ -66,7 +66,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
         // object never takes part in the collection it triggers.
         Heap &heap = current_heap();
         note_gc_allocation(heap);
-        op = static_cast<cgc_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
+        op = static_cast<cgc_object *>(allocate_slot(heap, static_cast<size_t>(size)));
         if (!op) {
             report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
                    type_name(type));
@@ -109,7 +109,7 @@ namespace {
         return nullptr;
     }
     if (refuse_if_too_large(size, "cgc_gc_raw_alloc", nullptr)) return nullptr;
-    void *memory = heap.space.allocate(heap, size);
+    void *memory = allocate_slot(heap, size);
     if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
     return memory;
 }
@@ -144,23 +144,51 @@ namespace {
                "not change the object graph; not freed", function, memory, type_name_of(object));
         return;
     }
-    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object);
+    if (meta.flags & kHasWeakrefs) cgc_clear_weakrefs(object);  // (callbacks: not under the state lock)
+    StateLock guard(heap);
     if (meta.flags & kTracked) remove_from_lists(heap, object, meta);
     if (is_weakref(object)) detach_weakref(object);  // freed without its tp_dealloc (which detaches it)
     free_slot(heap, page, index);
 }
 
-void note_gc_allocation(Heap &heap) {
+namespace {
+
+// Whether an allocation that counts toward generation 0 calls for an
+// automatic collection now (else perhaps later: collection_due).
+bool count_gc_allocation(Heap &heap) {
     Generation &young = heap.generations[0];
     young.count++;
     // (Disabled, or a threshold of 0: generation 0's threshold is none.)
-    if (young.count <= young.threshold || heap.collecting()) return;
-    if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || heap.dealloc_depth > 0) {
+    if (young.count <= young.threshold || heap.collecting()) return false;
+    if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || trashcan_of(heap).depth > 0) {
         // Inside a deallocation objects may be half-destroyed: collect later.
         heap.collection_due = true;
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void note_gc_allocation(Heap &heap) {
+    if (heap.shared) [[unlikely]] {
+        // An allocation is a safepoint; the collection, if due, runs with
+        // the world stopped, so not under the state lock.
+        safepoint(heap);
+        bool due;
+        {
+            StateLock guard(heap);
+            due = count_gc_allocation(heap);
+        }
+        if (due) collect_stopped(heap, 0, true);
         return;
     }
-    collect_automatic(heap);
+    if (count_gc_allocation(heap)) collect_automatic(heap);
+}
+
+void *allocate_slot(Heap &heap, size_t size) {
+    StateLock guard(heap);
+    return heap.space.allocate(heap, size);
 }
 
 }  // namespace cyclegc::internal
@@ -270,6 +298,7 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
     }
     if (refuse_if_too_large(static_cast<size_t>(size), function, type)) return nullptr;
     Heap &heap = heap_of(&op->ob_base);
+    StateLock guard(heap);
     auto *moved = static_cast<cgc_var_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
     if (!moved) {
         report(CGC_ERR_MEMORY, "%s: out of memory for %td items of type '%s'", function, nitems,
@@ -317,8 +346,10 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     auto &meta = *static_cast<GcMeta *>(slot.gc_meta);
     auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(slot.memory));
     uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
-    // The offset and the tracking in one store (see track_fast).
-    bool tracked = track && try_track(*page_of(slot.memory)->heap, bits, op);
+    // The offset and the tracking in one store (see track_fast). (A shared
+    // heap's object is tracked under its state lock, by track_slow.)
+    Page *page = page_of(slot.memory);
+    bool tracked = track && page->heap == t_current_heap && try_track(*page->heap, bits, op);
     set_meta_bits(meta, bits);
     if (track && !tracked) track_slow(op);
 }
@@ -331,7 +362,8 @@ void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Page *page = page_of(memory);
     uint32_t index = page->index_of(memory);
-    if (!is_plain_allocated(page->meta[index]))
+    // (A shared heap's slot is freed under its state lock, by raw_free_slow.)
+    if (!is_plain_allocated(page->meta[index]) || page->heap != t_current_heap)
         raw_free_slow(page, index, memory, nullptr, "cgc_gc_raw_free");
     else  // the common case
         free_slot(*page->heap, page, index);

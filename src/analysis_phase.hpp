@@ -26,17 +26,17 @@ inline void traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
 class AnalysisPhase {
   public:
     explicit AnalysisPhase(Heap &heap)
-        : heap_(heap), outer_(heap.phase), dealloc_depth_(heap.dealloc_depth), unlisted_(heap.young_unlisted[0]) {
+        : heap_(heap), outer_(heap.phase), dealloc_depth_(trashcan_of(heap).depth), unlisted_(heap.young_unlisted[0]) {
         heap.phase = Phase::finding_unreachable;
         heap.traverse_failed = false;
-        heap.dealloc_depth = kMaxDeallocDepth;
+        trashcan_of(heap).depth = kMaxDeallocDepth;
         parked_.swap(heap.young[0]);
         heap.young_unlisted[0] = 0;
     }
     ~AnalysisPhase() {
         parked_.swap(heap_.young[0]);  // (nothing was tracked meanwhile)
         heap_.young_unlisted[0] = unlisted_;
-        heap_.dealloc_depth = dealloc_depth_;
+        trashcan_of(heap_).depth = dealloc_depth_;
         heap_.phase = outer_;
     }
     AnalysisPhase(const AnalysisPhase &) = delete;

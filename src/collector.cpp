@@ -1070,6 +1070,8 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
 }  // namespace
 
 cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
+    if (heap.shared && !stopped_by_this_thread(heap)) [[unlikely]]
+        return collect_stopped(heap, generation, false);
     if (heap.collecting()) return 0;
     expect_phase(heap, Phase::idle);
     // A stop-the-world full collection does a running cycle's work at once.
@@ -1114,9 +1116,12 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
 }
 
 cgc_ssize_t collect_automatic(Heap &heap) {
+    if (heap.shared && !stopped_by_this_thread(heap)) [[unlikely]]
+        return collect_stopped(heap, 0, true);
     heap.collection_due = false;
     if (heap.collecting()) return 0;
-    if (heap.incremental.budget_ns) return collect_automatic_incremental(heap);
+    // (A shared heap's collections are not incremental: docs/gc.md.)
+    if (heap.incremental.budget_ns && !heap.shared) return collect_automatic_incremental(heap);
     for (int g = CGC_NUM_GENERATIONS - 1; g >= 0; --g) {
         Generation &generation = heap.generations[g];
         if (g == 0 ? generation.count <= generation.threshold : !generation_due(heap, g)) continue;

@@ -146,29 +146,30 @@ void defer_dealloc(Heap &heap, cgc_object *op) {
         cgc_gc_untrack(op);
         was_tracked = 1;
     }
-    op->ob_refcnt = static_cast<cgc_ssize_t>(~(reinterpret_cast<uintptr_t>(heap.deferred_deallocs) | was_tracked));
-    heap.deferred_deallocs = op;
+    Trashcan &trashcan = trashcan_of(heap);
+    op->ob_refcnt = static_cast<cgc_ssize_t>(~(reinterpret_cast<uintptr_t>(trashcan.deferred) | was_tracked));
+    trashcan.deferred = op;
 }
 
 // A deferred object's link (defer_dealloc): the next one, bit 0 "was tracked".
 uintptr_t deferred_link(const cgc_object *op) { return ~static_cast<uintptr_t>(op->ob_refcnt); }
 cgc_object *deferred_next(uintptr_t link) { return reinterpret_cast<cgc_object *>(link & ~uintptr_t(1)); }
 
-bool is_deferred(const Heap &heap, const cgc_object *op) {
-    for (const cgc_object *next = heap.deferred_deallocs; next; next = deferred_next(deferred_link(next)))
+bool is_deferred(Heap &heap, const cgc_object *op) {
+    for (const cgc_object *next = trashcan_of(heap).deferred; next; next = deferred_next(deferred_link(next)))
         if (next == op) return true;
     return false;
 }
 
-void run_deferred_deallocs(Heap &heap) {
-    while (cgc_object *op = heap.deferred_deallocs) {
+void run_deferred_deallocs(Trashcan &trashcan) {
+    while (cgc_object *op = trashcan.deferred) {
         uintptr_t link = deferred_link(op);
-        heap.deferred_deallocs = deferred_next(link);
+        trashcan.deferred = deferred_next(link);
         op->ob_refcnt = 0;
         if (link & 1) cgc_gc_track(op);
-        heap.dealloc_depth = 1;
+        trashcan.depth = 1;
         destroy(op);
-        heap.dealloc_depth = 0;
+        trashcan.depth = 0;
     }
 }
 
@@ -210,18 +211,19 @@ static void dealloc_while_analysing(cgc_object *op) {
     }
     Heap &heap = current_heap();
     if (heap.phase == Phase::finding_unreachable) {
-        // (The collector sets dealloc_depth to its limit meanwhile, to come here.)
+        // (The collector sets the trashcan's depth to its limit meanwhile, to come here.)
         dealloc_while_analysing(op);
         return;
     }
-    if (heap.dealloc_depth >= kMaxDeallocDepth) {
+    Trashcan &trashcan = trashcan_of(heap);
+    if (trashcan.depth >= kMaxDeallocDepth) {
         defer_dealloc(heap, op);
         return;
     }
-    ++heap.dealloc_depth;
+    ++trashcan.depth;
     destroy(op);
-    --heap.dealloc_depth;
-    if (heap.dealloc_depth == 0 && heap.deferred_deallocs) run_deferred_deallocs(heap);
+    --trashcan.depth;
+    if (trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
 }
 
 }  // namespace cyclegc::internal
@@ -234,13 +236,13 @@ void cgc_dealloc(cgc_object *op) {
     // The common case: a count that reached exactly zero, not deep in a
     // chain of deallocations.
     Heap *heap = t_current_heap;
-    if (op->ob_refcnt == 0 && heap && heap->dealloc_depth < kMaxDeallocDepth) {
-        ++heap->dealloc_depth;
+    if (op->ob_refcnt == 0 && heap && heap->trashcan.depth < kMaxDeallocDepth) {
+        ++heap->trashcan.depth;
         if (cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy)
             release_cxx(op, destroy_cxx);
         else
             destroy(op);
-        if (--heap->dealloc_depth == 0 && heap->deferred_deallocs) run_deferred_deallocs(*heap);
+        if (--heap->trashcan.depth == 0 && heap->trashcan.deferred) run_deferred_deallocs(heap->trashcan);
         return;
     }
     dealloc_slow(op);

@@ -142,11 +142,18 @@ using namespace cyclegc::internal;
 
 extern "C" {
 
-void cgc_set_debug(int flags) { current_heap().debug_flags = flags; }
+// (On a shared heap, settings change under its state lock, and the walks
+// over every object run with its world stopped.)
+void cgc_set_debug(int flags) {
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    heap.debug_flags = flags;
+}
 int cgc_get_debug(void) { return current_heap().debug_flags; }
 
 cgc_log_sink cgc_set_log_sink(cgc_log_sink sink, void *context) {
     Heap &heap = current_heap();
+    StateLock guard(heap);
     cgc_log_sink previous = heap.log_sink ? heap.log_sink : log_to_stderr;
     heap.log_sink = sink;
     heap.log_context = context;
@@ -159,7 +166,9 @@ int cgc_add_collection_callback(cgc_collection_callback callback, void *context)
         return -1;
     }
     try {
-        current_heap().callbacks.emplace_back(callback, context);
+        Heap &heap = current_heap();
+        StateLock guard(heap);
+        heap.callbacks.emplace_back(callback, context);
     } catch (...) {
         report(CGC_ERR_MEMORY, "cgc_add_collection_callback: out of memory");
         return -1;
@@ -169,6 +178,7 @@ int cgc_add_collection_callback(cgc_collection_callback callback, void *context)
 
 int cgc_remove_collection_callback(cgc_collection_callback callback, void *context) {
     Heap &heap = current_heap();
+    StateLock guard(heap);
     auto &callbacks = heap.callbacks;
     auto found = std::find(callbacks.begin(), callbacks.end(), std::make_pair(callback, context));
     if (found == callbacks.end() || !callback) return -1;
@@ -181,6 +191,7 @@ int cgc_remove_collection_callback(cgc_collection_callback callback, void *conte
 
 void cgc_freeze(void) {
     Heap &heap = current_heap();
+    StoppedWorld stopped(heap);
     if (heap.collecting()) {
         report(CGC_ERR_MISUSE, "cgc_freeze (gc.freeze): called during a collection; ignored");
         return;
@@ -198,6 +209,7 @@ void cgc_freeze(void) {
 
 void cgc_unfreeze(void) {
     Heap &heap = current_heap();
+    StoppedWorld stopped(heap);
     if (heap.collecting()) {
         report(CGC_ERR_MISUSE, "cgc_unfreeze (gc.unfreeze): called during a collection; ignored");
         return;
@@ -212,6 +224,7 @@ void cgc_unfreeze(void) {
 
 cgc_ssize_t cgc_get_freeze_count(void) {
     cgc_ssize_t count = 0;
+    StoppedWorld stopped(current_heap());
     for_each_tracked(current_heap().space, [&](cgc_object *, GcMeta &meta) {
         if (meta.generation == kPermanent) ++count;
     });
@@ -236,6 +249,7 @@ int cgc_get_objects(int generation, cgc_object_list *out) {
     }
     ListBuilder builder(function);
     bool ok = true;
+    StoppedWorld stopped(current_heap());
     for_each_tracked(current_heap(), generation, [&](cgc_object *op) { return ok = builder.add(op); });
     return ok ? builder.finish(out) : -1;
 }
@@ -246,6 +260,7 @@ int cgc_get_referrers(cgc_object *const *objects, cgc_ssize_t count, cgc_object_
     Heap &heap = current_heap();
     ListBuilder builder(function);
     bool ok = true;
+    StoppedWorld stopped(heap);
     for_each_tracked(heap, -1, [&](cgc_object *op) {
         ReferrerSearch search{objects, count, false};
         if (cgc_traverseproc traverse = op->ob_type->tp_traverse) traverse(op, visit_find_target, &search);
@@ -274,14 +289,16 @@ void cgc_visit_objects(cgc_object_visitor visitor, void *arg) {
     // A snapshot (holding references), so that the visitor may free objects.
     ListBuilder builder("cgc_visit_objects (PyUnstable_GC_VisitObjects)");
     bool ok = true;
-    for_each_tracked(heap, kPermanent, [&](cgc_object *op) { return ok = builder.add(op); });
+    {
+        StoppedWorld stopped(heap);
+        for_each_tracked(heap, kPermanent, [&](cgc_object *op) { return ok = builder.add(op); });
+    }
     cgc_object_list list{};
     if (!ok || builder.finish(&list) < 0) return;
-    bool was_enabled = heap.enabled;
-    heap.set_enabled(false);
+    bool was_enabled = cgc_disable();
     for (cgc_ssize_t i = 0; i < list.count; ++i)
         if (visitor(list.items[i], arg) == 0) break;
-    heap.set_enabled(was_enabled);
+    if (was_enabled) cgc_enable();
     cgc_object_list_release(&list);
 }
 
@@ -289,16 +306,26 @@ int cgc_get_garbage(cgc_object_list *out) {
     const char *function = "cgc_get_garbage (gc.garbage)";
     if (!check_out(out, function)) return -1;
     ListBuilder builder(function);
-    for (cgc_object *op : current_heap().garbage)
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    for (cgc_object *op : heap.garbage)
         if (!builder.add(op)) return -1;
     return builder.finish(out);
 }
 
-cgc_ssize_t cgc_garbage_count(void) { return static_cast<cgc_ssize_t>(current_heap().garbage.size()); }
+cgc_ssize_t cgc_garbage_count(void) {
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    return static_cast<cgc_ssize_t>(heap.garbage.size());
+}
 
 void cgc_garbage_clear(void) {
     std::vector<cgc_object *> dropped;
-    dropped.swap(current_heap().garbage);
+    {
+        Heap &heap = current_heap();
+        StateLock guard(heap);
+        dropped.swap(heap.garbage);
+    }
     for (cgc_object *op : dropped) cgc_decref(op);
 }
 

@@ -127,6 +127,7 @@ thread_local ThreadHome t_home;
 }  // namespace
 
 Heap &current_heap_slow() {
+    if (Heap *shared = attached_heap()) return *shared;  // (t_current_heap stays null: see heap.hpp)
     ThreadHome &home = t_home;
     if (!home.heap) {
         static std::atomic<bool> default_taken{false};
@@ -144,6 +145,31 @@ Heap &current_heap_slow() {
     claim(*home.heap);
     t_current_heap = home.heap;
     return *home.heap;
+}
+
+// cgc_heap_delete of a shared heap: refused while other threads are
+// attached; else finalized with the calling thread attached, which then
+// returns to the heap it had.
+void delete_shared_heap(Heap *heap) {
+    if (int others = other_attached_threads(*heap)) {
+        report(CGC_ERR_MISUSE, "cgc_heap_delete: %d other thread(s) are still attached to the shared heap; "
+                               "not deleted (each must choose another heap or exit first)", others);
+        return;
+    }
+    Heap *previous_confined = t_current_heap;
+    Heap *previous_shared = attached_heap();
+    attach_to(heap);
+    t_current_heap = nullptr;
+    cgc_finalize();
+    bool empty = heap->space.live_objects() == 0;
+    attach_to(previous_shared == heap ? nullptr : previous_shared);
+    t_current_heap = previous_confined;
+    if (!empty) {
+        report(CGC_ERR_MISUSE, "cgc_heap_delete: the shared heap still has live GC objects; its state is kept "
+                               "(leaked) so that they stay valid");
+        return;
+    }
+    delete heap;
 }
 
 void invariant_failed(const char *what, const char *file, int line) {
@@ -186,6 +212,12 @@ void word_for_cxx(char *buffer, size_t size) {
 
 }  // namespace
 
+ErrorState &error_state(Heap &heap) {
+    if (!heap.shared) return heap.error;
+    static thread_local ErrorState t_error;
+    return t_error;
+}
+
 void report(cgc_error_kind kind, const char *format, ...) {
     Heap &heap = current_heap();
     char buffer[1024];
@@ -200,9 +232,11 @@ void report(cgc_error_kind kind, const char *format, ...) {
         } catch (...) {
         }
     }
-    heap.error_kind = kind;
-    heap.error_message = buffer;
-    if (kind >= 0 && kind <= CGC_ERR_UNRAISABLE) heap.error_counts[kind]++;
+    ErrorState &error = error_state(heap);
+    error.kind = kind;
+    error.message = buffer;
+    if (kind >= 0 && kind <= CGC_ERR_UNRAISABLE)
+        std::atomic_ref(heap.error_counts[kind]).fetch_add(1, std::memory_order_relaxed);
     cgc_error_hook hook = heap.error_hook ? heap.error_hook : print_to_stderr;
     hook(kind, buffer, heap.error_hook_context);
 }
@@ -213,14 +247,14 @@ using namespace cyclegc::internal;
 
 extern "C" {
 
-cgc_error_kind cgc_error_occurred(void) { return current_heap().error_kind; }
+cgc_error_kind cgc_error_occurred(void) { return error_state(current_heap()).kind; }
 
-const char *cgc_error_message(void) { return current_heap().error_message.c_str(); }
+const char *cgc_error_message(void) { return error_state(current_heap()).message.c_str(); }
 
 void cgc_error_clear(void) {
-    Heap &heap = current_heap();
-    heap.error_kind = CGC_ERR_NONE;
-    heap.error_message.clear();
+    ErrorState &error = error_state(current_heap());
+    error.kind = CGC_ERR_NONE;
+    error.message.clear();
 }
 
 void cgc_error_set(cgc_error_kind kind, const char *message) { report(kind, "%s", message); }
@@ -235,7 +269,7 @@ cgc_error_hook cgc_set_error_hook(cgc_error_hook hook, void *context) {
 
 uint64_t cgc_error_count(cgc_error_kind kind) {
     if (kind < 0 || kind > CGC_ERR_UNRAISABLE) return 0;
-    return current_heap().error_counts[kind];
+    return std::atomic_ref(current_heap().error_counts[kind]).load(std::memory_order_relaxed);
 }
 
 cgc_error_hook cgc_get_error_hook(void **context) {
@@ -254,6 +288,10 @@ void cgc_heap_delete(cgc_heap *handle) {
     Heap *heap = reinterpret_cast<Heap *>(handle);
     if (heap == &default_heap()) {
         report(CGC_ERR_MISUSE, "cgc_heap_delete: the default heap cannot be deleted");
+        return;
+    }
+    if (heap->shared) {
+        delete_shared_heap(heap);
         return;
     }
     Heap *previous = &current_heap();
@@ -291,8 +329,9 @@ cgc_heap *cgc_heap_current(void) { return reinterpret_cast<cgc_heap *>(&current_
 
 void cgc_heap_set_current(cgc_heap *handle) {
     Heap *heap = reinterpret_cast<Heap *>(handle);
-    if (!heap) {
-        t_current_heap = nullptr;  // the thread's own heap, on next use
+    attach_to(heap);  // (a shared heap: attached; else detached from one)
+    if (!heap || heap->shared) {
+        t_current_heap = nullptr;  // the thread's own heap on next use, or the shared heap
         return;
     }
     claim(*heap);
@@ -301,6 +340,7 @@ void cgc_heap_set_current(cgc_heap *handle) {
 
 int cgc_enable(void) {
     Heap &heap = current_heap();
+    StateLock guard(heap);
     int previous = heap.enabled;
     heap.set_enabled(true);
     return previous;
@@ -308,6 +348,7 @@ int cgc_enable(void) {
 
 int cgc_disable(void) {
     Heap &heap = current_heap();
+    StateLock guard(heap);
     int previous = heap.enabled;
     heap.set_enabled(false);
     return previous;
@@ -324,6 +365,7 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
         return;
     }
     Heap &heap = current_heap();
+    StateLock guard(heap);
     // The user's thresholds are honoured exactly, as CPython's.
     heap.adaptive = false;
     heap.shift[0] = heap.shift[1] = 0;
@@ -332,12 +374,16 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
 
 cgc_ssize_t cgc_get_threshold(int generation) {
     if (generation < 0 || generation >= CGC_NUM_GENERATIONS) return -1;
-    return current_heap().requested_threshold(generation);
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    return heap.requested_threshold(generation);
 }
 
 cgc_ssize_t cgc_get_count(int generation) {
     if (generation < 0 || generation >= CGC_NUM_GENERATIONS) return -1;
-    return current_heap().generations[generation].count;
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    return heap.generations[generation].count;
 }
 
 void cgc_get_stats(int generation, cgc_generation_stats *out) {
@@ -346,13 +392,28 @@ void cgc_get_stats(int generation, cgc_generation_stats *out) {
         *out = cgc_generation_stats{};
         return;
     }
-    *out = current_heap().generations[generation].stats;
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    *out = heap.generations[generation].stats;
 }
 
-void cgc_set_auto_mode(cgc_auto_mode mode) { current_heap().auto_mode = mode; }
+void cgc_set_auto_mode(cgc_auto_mode mode) {
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    heap.auto_mode = mode;
+}
 
 cgc_ssize_t cgc_safepoint(void) {
     Heap &heap = current_heap();
+    if (heap.shared) {
+        safepoint(heap);
+        bool due;
+        {
+            StateLock guard(heap);
+            due = heap.collection_due && !heap.collecting();
+        }
+        return due ? collect_stopped(heap, 0, true) : 0;
+    }
     if (!heap.collection_due || heap.collecting()) return 0;
     return collect_automatic(heap);
 }

@@ -37,6 +37,26 @@ enum class Phase {
 
 struct WeakRef;  // weakref.cpp
 struct SharedHeap;  // shared_heap.hpp
+struct Heap;
+
+// The trashcan: objects whose deallocation was deferred, linked through
+// their ob_refcnt field, complemented so that the count reads below zero
+// (they have count 0 and are untracked; see defer_dealloc). A confined
+// heap's is in the heap; on a shared heap each thread has its own
+// (t_shared_trashcan), as its deallocations nest on its own stack.
+struct Trashcan {
+    int depth = 0;
+    cgc_object *deferred = nullptr;
+};
+extern thread_local constinit Trashcan t_shared_trashcan __attribute__((tls_model("initial-exec")));
+
+// The error indicator: a confined heap's is in the heap; on a shared heap
+// each thread has its own (as CPython's is per thread state).
+struct ErrorState {
+    cgc_error_kind kind = CGC_ERR_NONE;
+    std::string message;
+};
+ErrorState &error_state(Heap &heap);
 
 // The diagnostics' per-heap state (growth baselines, leak report settings:
 // src/diagnostics/state.hpp), made on first use.
@@ -161,13 +181,10 @@ struct Heap {
     // The incremental cycle, if one runs, and the pause budget; the pauses.
     IncrementalCycle incremental;
     PauseHistogram pauses;
+    PauseHistogram stops;  // a shared heap's: from a stop's request to the world stopped
     bool pause_clock_thread_cpu = false;  // (CYCLEGC_PAUSE_CLOCK=thread: pause_clock_ns)
 
-    // Trashcan: objects whose deallocation was deferred, linked through
-    // their ob_refcnt field, complemented so that the count reads below
-    // zero (they have count 0 and are untracked; see defer_dealloc).
-    int dealloc_depth = 0;
-    cgc_object *deferred_deallocs = nullptr;
+    Trashcan trashcan;  // (a confined heap's: trashcan_of)
 
     // The gc module's surface (gc_module.cpp).
     int debug_flags = 0;
@@ -194,9 +211,8 @@ struct Heap {
     uint64_t internal_allocations = 0;
     uint64_t fail_allocation_at = 0;
 
-    // Errors.
-    cgc_error_kind error_kind = CGC_ERR_NONE;
-    std::string error_message;
+    // Errors (a confined heap's indicator: error_state).
+    ErrorState error;
     cgc_error_hook error_hook = nullptr;
     cgc_unraisable_hook unraisable_hook = nullptr;
     void *unraisable_hook_context = nullptr;
@@ -239,6 +255,10 @@ struct Heap {
     }
 };
 
+// The calling thread's current heap if it is confined (null otherwise: the
+// thread's attached shared heap, or none chosen yet), so that every inline
+// fast path that compares an object's heap with it sends the objects of a
+// shared heap down the slow paths, which take its state lock.
 extern thread_local constinit Heap *t_current_heap __attribute__((tls_model("initial-exec")));
 Heap &current_heap_slow();
 // The calling thread's current heap (the default heap until one is set).
@@ -269,6 +289,72 @@ inline bool owned_here(Heap &heap, const char *function, const cgc_object *op) {
 #else
 #define CYCLEGC_OWNED_HERE(heap, function, op) true
 #endif
+
+inline Trashcan &trashcan_of(Heap &heap) { return heap.shared ? t_shared_trashcan : heap.trashcan; }
+
+// ---- Shared heaps: attached threads, state lock, stop-the-world
+// (stop_the_world.cpp) ----
+
+// The shared heap the calling thread is attached to (null: none).
+Heap *attached_heap();
+// Attaches the calling thread to `heap` if it is shared, after detaching it
+// from the shared heap it was attached to (null or a confined heap: detaches).
+void attach_to(Heap *heap);
+// Whether the calling thread is attached to `heap` and not detached.
+bool attached_here(const Heap &heap);
+// Parks the calling thread while another stops the world of `heap`.
+void park(Heap &heap);
+// A safepoint: parks if a stop of a shared heap's world is requested.
+void safepoint_slow(Heap &heap);
+inline void safepoint(Heap &heap) {
+    if (heap.shared) [[unlikely]] safepoint_slow(heap);
+}
+void lock_state(Heap &heap);
+void unlock_state(Heap &heap);
+// Holds a shared heap's state lock for a scope (nested scopes on one thread
+// hold it once); nothing on a confined heap. Waiting for it is a safepoint.
+class StateLock {
+  public:
+    explicit StateLock(Heap &heap) : heap_(heap.shared ? &heap : nullptr) {
+        if (heap_) [[unlikely]] lock_state(*heap_);
+    }
+    StateLock(const StateLock &) = delete;
+    StateLock &operator=(const StateLock &) = delete;
+    ~StateLock() {
+        if (heap_) [[unlikely]] unlock_state(*heap_);
+    }
+
+  private:
+    Heap *heap_;
+};
+// How many threads other than the calling one are attached to `heap`.
+int other_attached_threads(Heap &heap);
+void delete_shared_heap(Heap *heap);
+// Whether the calling thread stopped the world of `heap` (it collects).
+bool stopped_by_this_thread(const Heap &heap);
+// Stops the world of `heap` for the calling thread: false if it cannot
+// (it holds the state lock, or is inside a deallocation while another
+// thread stops it). restart_world undoes it.
+bool stop_world(Heap &heap);
+void restart_world(Heap &heap);
+// The world of a shared heap stopped for a scope (nothing on a confined
+// heap, or if the calling thread stopped it already): for the gc module's
+// walks over every object, as CPython's free-threaded build does.
+class StoppedWorld {
+  public:
+    explicit StoppedWorld(Heap &heap)
+        : heap_(heap.shared && !stopped_by_this_thread(heap) && stop_world(heap) ? &heap : nullptr) {}
+    StoppedWorld(const StoppedWorld &) = delete;
+    StoppedWorld &operator=(const StoppedWorld &) = delete;
+    ~StoppedWorld() {
+        if (heap_) restart_world(*heap_);
+    }
+
+  private:
+    Heap *heap_;
+};
+// Stops the world of `heap`, runs collect (or collect_automatic), restarts it.
+cgc_ssize_t collect_stopped(Heap &heap, int generation, bool automatic);
 
 // Records an error on the current heap and passes it to the error hook.
 void report(cgc_error_kind kind, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -528,5 +614,7 @@ void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t coll
 bool generation_due(const Heap &heap, int g);
 // Called when a GC object is allocated: counts it, may collect.
 void note_gc_allocation(Heap &heap);
+// A slot of `size` bytes from the heap's pages (null: out of memory).
+void *allocate_slot(Heap &heap, size_t size);
 
 }  // namespace cyclegc::internal

@@ -352,6 +352,11 @@ uint64_t cgc_get_pause_budget(void) { return current_heap().incremental.budget_n
 
 int cgc_collect_slice(uint64_t ns) {
     Heap &heap = current_heap();
+    if (heap.shared) {
+        // Not incremental (docs/gc.md): a full collection, the world stopped.
+        collect(heap, CGC_NUM_GENERATIONS - 1);
+        return 1;
+    }
     if (heap.collecting()) {
         report(CGC_ERR_MISUSE, "cgc_collect_slice: called during a collection; nothing done");
         return -1;
@@ -360,9 +365,24 @@ int cgc_collect_slice(uint64_t ns) {
 }
 
 void cgc_get_pause_stats(cgc_pause_stats *out) {
-    if (out) *out = current_heap().pauses.stats();
+    if (!out) return;
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    *out = heap.pauses.stats();
 }
 
-void cgc_reset_pause_stats(void) { current_heap().pauses.reset(); }
+void cgc_reset_pause_stats(void) {
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    heap.pauses.reset();
+    heap.stops.reset();
+}
+
+void cgc_get_stop_stats(cgc_pause_stats *out) {
+    if (!out) return;
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    *out = heap.stops.stats();
+}
 
 }  // extern "C"

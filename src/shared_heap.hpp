@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 
@@ -13,8 +14,19 @@ namespace cyclegc::internal {
 struct SharedHeap {
     // ---- Threads and stop-the-world (stop_the_world.cpp) ----
     // Serializes the changes to the heap's state (pages, generations,
-    // tracking, weak-reference table) made by the attached threads.
+    // tracking, weak-reference table, the gc module's settings) made by the
+    // attached threads (StateLock). Never held while user code runs or
+    // while a thread parks, so a parked thread holds no lock.
     std::mutex state_lock;
+    // Guards the counts below; world_changed wakes the stopping thread when
+    // one parks or detaches, and the parked threads when the world restarts.
+    std::mutex world_lock;
+    std::condition_variable world_changed;
+    // Set while a thread stops the world (and until it restarts it): read
+    // without the lock at every safepoint.
+    std::atomic<bool> stop_requested{false};
+    int running = 0;  // attached threads neither detached nor parked
+    int attached = 0;  // attached threads (detached ones included)
 
     // ---- Biased reference counts (shared_counts.cpp) ----
 };

@@ -25,6 +25,7 @@ cgc_object *as_object(WeakRef *wr) { return &wr->ob_base; }
 // Unlinks `wr` from its referent's list; the referent becomes NULL. (The
 // lists are kept by the referent's heap, whichever heap is current.)
 void detach(WeakRef *wr) {
+    StateLock guard(heap_of(as_object(wr)));  // (a weak reference lives on its referent's heap)
     cgc_object *referent = wr->referent;
     if (!referent) return;
     Heap &heap = heap_of(referent);
@@ -47,6 +48,7 @@ void detach(WeakRef *wr) {
 WeakRef *first_weakref(cgc_object *referent) {
     if (!has_gc_head(referent) || !(meta_of(referent).flags & kHasWeakrefs)) return nullptr;
     Heap &heap = heap_of(referent);
+    StateLock guard(heap);
     auto found = heap.weakref_lists.find(referent);
     return found == heap.weakref_lists.end() ? nullptr : found->second;
 }
@@ -55,6 +57,7 @@ WeakRef *first_weakref(cgc_object *referent) {
 // which `wants_callback` holds are incref'd and queued.
 template <typename Predicate>
 void detach_all(cgc_object *referent, std::vector<WeakRef *> &queue, Predicate wants_callback) {
+    StateLock guard(heap_of(referent));  // (the callbacks run later, without it)
     while (WeakRef *wr = first_weakref(referent)) {
         Heap &heap = heap_of(referent);
         detach(wr);
@@ -184,20 +187,22 @@ cgc_object *cgc_weakref_new_owning(cgc_object *object, cgc_weakref_callback call
         return nullptr;
     }
     Heap &heap = heap_of(object);
-    WeakRef *first = first_weakref(object);
     if (!callback && !destroy) {
-        for (WeakRef *wr = first; wr; wr = wr->next) {
+        StateLock guard(heap);
+        for (WeakRef *wr = first_weakref(object); wr; wr = wr->next) {
             if (!wr->callback && !wr->context && !wr->destroy_context) {
                 cgc_incref(as_object(wr));
                 return as_object(wr);
             }
         }
     }
+    // (Allocated without the state lock: the allocation may collect.)
     auto *wr = reinterpret_cast<WeakRef *>(cgc_gc_new(&cgc_weakref_type));
     if (!wr) return nullptr;
+    StateLock guard(heap);
     // The allocation may have collected, and freed weak references to the
     // object: look its list up again.
-    first = first_weakref(object);
+    WeakRef *first = first_weakref(object);
     try {
         heap.weakref_lists[object] = wr;
     } catch (...) {
@@ -229,6 +234,7 @@ int cgc_weakref_get_ref(cgc_object *weakref, cgc_object **out) {
                "got %s", weakref ? type_name_of(weakref) : "NULL");
         return -1;
     }
+    StateLock guard(heap_of(weakref));  // (against a detach on another thread)
     cgc_object *referent = as_weakref(weakref)->referent;
     if (!referent || referent->ob_refcnt <= 0) return 0;
     cgc_incref(referent);
@@ -246,6 +252,8 @@ void cgc_clear_weakrefs(cgc_object *object) {
 
 cgc_ssize_t cgc_weakref_count(cgc_object *object) {
     cgc_ssize_t count = 0;
+    if (!object || !has_gc_head(object)) return 0;
+    StateLock guard(heap_of(object));
     for (WeakRef *wr = object ? first_weakref(object) : nullptr; wr; wr = wr->next) ++count;
     return count;
 }

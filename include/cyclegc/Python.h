@@ -309,6 +309,32 @@ static inline void PyErr_Print(void) {
 static inline void Py_Finalize(void) { (void)cgc_finalize(); }
 static inline int Py_IsInitialized(void) { return 1; }
 
+/* ---- Threads ---------------------------------------------------------- */
+/* A thread's state, as far as the documented API needs it: an opaque token
+ * that PyEval_SaveThread hands out and PyEval_RestoreThread takes back (a
+ * thread attaches to a shared heap with cgc_heap_set_current). */
+typedef struct cgc_thread_state PyThreadState;
+/* Detaches the calling thread from its shared heap around a blocking call
+ * (cgc_thread_detach): it must not touch the heap's objects until
+ * PyEval_RestoreThread. */
+static inline PyThreadState *PyEval_SaveThread(void) {
+    cgc_thread_detach();
+    return (PyThreadState *)cgc_heap_current();
+}
+static inline void PyEval_RestoreThread(PyThreadState *tstate) {
+    (void)tstate;
+    cgc_thread_attach();
+}
+#define Py_BEGIN_ALLOW_THREADS \
+    {                          \
+        PyThreadState *_save;  \
+        _save = PyEval_SaveThread();
+#define Py_BLOCK_THREADS PyEval_RestoreThread(_save);
+#define Py_UNBLOCK_THREADS _save = PyEval_SaveThread();
+#define Py_END_ALLOW_THREADS    \
+    PyEval_RestoreThread(_save); \
+    }
+
 #ifdef __cplusplus
 }
 #endif

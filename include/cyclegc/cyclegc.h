@@ -292,9 +292,10 @@ CGC_API void cgc_heap_set_current(cgc_heap *heap);
 
 /* Py_BEGIN_ALLOW_THREADS / Py_END_ALLOW_THREADS: a thread attached to a
  * shared heap detaches before a call that may block (I/O, a lock, a join),
- * so that a collection need not wait for it, and attaches again after. A
- * detached thread must not touch the heap's objects. On a confined heap,
- * or a thread attached to no shared heap, both do nothing. */
+ * so that a collection need not wait for it, and attaches again after
+ * (waiting, if a collection runs, until it ends). A detached thread must
+ * not touch the heap's objects: a collection may be running. On a confined
+ * heap, or a thread attached to no shared heap, both do nothing. */
 CGC_API void cgc_thread_detach(void);
 CGC_API void cgc_thread_attach(void);
 
@@ -583,8 +584,14 @@ typedef struct cgc_pause_stats {
 /* Fills *out with the current heap's pause statistics since it was made or
  * last reset (NULL out does nothing). */
 CGC_API void cgc_get_pause_stats(cgc_pause_stats *out);
-/* Forgets the pauses recorded so far (a benchmark after its warm-up). */
+/* Forgets the pauses recorded so far (a benchmark after its warm-up), and
+ * the stops below. */
 CGC_API void cgc_reset_pause_stats(void);
+/* A shared heap's stops: for each time a thread stopped the world (a
+ * collection, a walk of the gc module), the time from its request to every
+ * other attached thread parked, in the same form (all zero on a confined
+ * heap). The pause statistics above count from the world stopped on. */
+CGC_API void cgc_get_stop_stats(cgc_pause_stats *out);
 
 /* When automatic collections run. CGC_AUTO_AT_ALLOCATION (the default, as in
  * CPython <= 3.11): inside the allocation that crosses the threshold.

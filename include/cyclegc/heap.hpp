@@ -1,5 +1,7 @@
-// cyclegc::heap: a heap of one's own (cgc_heap_new) and a scope that makes
-// a heap the thread's current one.
+// cyclegc::heap: a heap of one's own (cgc_heap_new) or shared between
+// threads (cgc_heap_new_shared), a scope that makes a heap the thread's
+// current one, and a scope that detaches the thread from a shared heap
+// around a blocking call.
 #ifndef CYCLEGC_HEAP_HPP
 #define CYCLEGC_HEAP_HPP
 
@@ -33,6 +35,15 @@ class heap {
     heap() : handle_(cgc_heap_new()) {
         if (!handle_) throw std::bad_alloc();
     }
+    // A shared heap: every thread that makes it current (use()) is attached
+    // to it and may use its objects; its collections stop the world
+    // (docs/cpp.md). Destroy it once no other thread is attached.
+    static heap shared() {
+        cgc_heap *handle = cgc_heap_new_shared();
+        if (!handle) throw std::bad_alloc();
+        return heap(handle);
+    }
+    bool is_shared() const noexcept { return cgc_heap_is_shared(handle_) != 0; }
     heap(heap &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
     heap &operator=(heap &&other) noexcept {
         if (this != &other) {
@@ -50,6 +61,7 @@ class heap {
     cgc_heap *get() const noexcept { return handle_; }
 
   private:
+    explicit heap(cgc_heap *handle) noexcept : handle_(handle) {}
     void destroy() noexcept {
         if (!handle_) return;
         {
@@ -63,6 +75,19 @@ class heap {
     }
 
     cgc_heap *handle_;
+};
+
+// Detaches the calling thread from its shared heap until the scope ends
+// (cgc_thread_detach / cgc_thread_attach, Py_BEGIN/END_ALLOW_THREADS): a
+// collection on another thread then does not wait for it. Meanwhile the
+// thread must not touch the heap's objects (no ref copied, released or
+// dereferenced). Nothing on a confined heap.
+class detached_scope {
+  public:
+    detached_scope() noexcept { cgc_thread_detach(); }
+    detached_scope(const detached_scope &) = delete;
+    detached_scope &operator=(const detached_scope &) = delete;
+    ~detached_scope() { cgc_thread_attach(); }
 };
 
 }  // namespace cyclegc

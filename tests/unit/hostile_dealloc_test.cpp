@@ -389,7 +389,7 @@ void free_chain_probing_a_deferred_link(bool extra_decref) {
     cgc_decref(head);
     EXPECT_EQ(probe.freed, n);
     EXPECT_EQ(probe.got_ref, 0) << "a weak reference to an object being deallocated gave it out";
-    EXPECT_EQ(cgc_test::heap_state().deferred_deallocs, nullptr);
+    EXPECT_EQ(cgc_test::heap_state().trashcan.deferred, nullptr);
     cgc_decref(probe.weak);
 }
 

@@ -689,8 +689,8 @@ TEST_F(ObjectTest, TrashcanFreesTenMillionNodeChainWithOneDecref) {
     EXPECT_EQ(counters.deallocated, n);
     EXPECT_LE(counters.max_dealloc_depth, 2 * gci::kMaxDeallocDepth);
     EXPECT_EQ(tracked_total(), 0);
-    EXPECT_EQ(heap_state().deferred_deallocs, nullptr);
-    EXPECT_EQ(heap_state().dealloc_depth, 0);
+    EXPECT_EQ(heap_state().trashcan.deferred, nullptr);
+    EXPECT_EQ(heap_state().trashcan.depth, 0);
 }
 
 TEST_F(ObjectTest, TrashcanFreesLongChainOfNonGcObjects) {
@@ -704,7 +704,7 @@ TEST_F(ObjectTest, TrashcanFreesLongChainOfNonGcObjects) {
     }
     cgc_decref(head);
     EXPECT_EQ(g_links_freed, n);
-    EXPECT_EQ(heap_state().deferred_deallocs, nullptr);
+    EXPECT_EQ(heap_state().trashcan.deferred, nullptr);
 }
 
 TEST_F(ObjectTest, RefcountUnderflowIsReportedNotFreedTwice) {

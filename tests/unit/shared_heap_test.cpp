@@ -1,0 +1,385 @@
+// Shared heaps with several threads: attached threads, the state lock and
+// stop-the-world collections. Each thread builds, links and drops its own
+// objects (the counts of an object shared between threads are the count
+// word's tests); frees are counted, a second free of one object is caught
+// by a poisoned field, and every collection must find the garbage of all.
+// Run under the tsan preset too.
+#include <cyclegc/Python.h>
+#include <cyclegc/cyclegc.hpp>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int kAlive = 0x5eed;
+constexpr int kDead = 0xdead;
+
+struct Pair {
+    PyObject_HEAD
+    PyObject *first;
+    PyObject *second;
+    int state;
+};
+
+std::atomic<long> g_made{0};
+std::atomic<long> g_freed{0};
+std::atomic<long> g_freed_twice{0};
+
+int pair_traverse(PyObject *self, visitproc visit, void *arg) {
+    auto *pair = reinterpret_cast<Pair *>(self);
+    Py_VISIT(pair->first);
+    Py_VISIT(pair->second);
+    return 0;
+}
+
+int pair_clear(PyObject *self) {
+    auto *pair = reinterpret_cast<Pair *>(self);
+    Py_CLEAR(pair->first);
+    Py_CLEAR(pair->second);
+    return 0;
+}
+
+void pair_dealloc(PyObject *self) {
+    auto *pair = reinterpret_cast<Pair *>(self);
+    PyObject_GC_UnTrack(self);
+    if (pair->state != kAlive) g_freed_twice.fetch_add(1, std::memory_order_relaxed);
+    pair->state = kDead;
+    pair_clear(self);
+    g_freed.fetch_add(1, std::memory_order_relaxed);
+    PyObject_GC_Del(self);
+}
+
+PyTypeObject pair_type = [] {
+    PyTypeObject type{};
+    type.tp_name = "shared_test.Pair";
+    type.tp_basicsize = sizeof(Pair);
+    type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    type.tp_traverse = pair_traverse;
+    type.tp_clear = pair_clear;
+    type.tp_dealloc = pair_dealloc;
+    return type;
+}();
+
+PyObject *new_pair() {
+    Pair *pair = PyObject_GC_New(Pair, &pair_type);
+    if (!pair) return nullptr;
+    pair->first = pair->second = nullptr;
+    pair->state = kAlive;
+    PyObject_GC_Track(reinterpret_cast<PyObject *>(pair));
+    g_made.fetch_add(1, std::memory_order_relaxed);
+    return reinterpret_cast<PyObject *>(pair);
+}
+
+// A ring of `length` pairs, each also pointing back to the first: dropped,
+// it is garbage only a collection frees.
+void make_and_drop_ring(int length) {
+    PyObject *head = new_pair();
+    PyObject *last = head;
+    for (int i = 1; i < length; ++i) {
+        PyObject *next = new_pair();
+        reinterpret_cast<Pair *>(last)->first = next;
+        reinterpret_cast<Pair *>(next)->second = Py_NewRef(head);
+        last = next;
+    }
+    reinterpret_cast<Pair *>(last)->first = Py_NewRef(head);
+    // (Each non-head pair is owned by its predecessor.)
+    Py_DECREF(head);
+}
+
+// A chain that reference counting alone frees.
+void make_and_drop_chain(int length) {
+    PyObject *head = new_pair();
+    PyObject *last = head;
+    for (int i = 1; i < length; ++i) {
+        PyObject *next = new_pair();
+        reinterpret_cast<Pair *>(last)->first = next;
+        last = next;
+    }
+    Py_DECREF(head);
+}
+
+class SharedHeapTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        g_made = g_freed = g_freed_twice = 0;
+        heap_ = cgc_heap_new_shared();
+        ASSERT_NE(heap_, nullptr);
+        previous_ = cgc_heap_current();
+        cgc_heap_set_current(heap_);
+        errors_before_ = cgc_error_count(CGC_ERR_MISUSE) + cgc_error_count(CGC_ERR_CORRUPTION);
+    }
+    void TearDown() override {
+        EXPECT_EQ(cgc_error_count(CGC_ERR_MISUSE) + cgc_error_count(CGC_ERR_CORRUPTION), errors_before_);
+        cgc_heap_set_current(previous_);
+        cgc_heap_delete(heap_);
+    }
+    // Collects everything left, then checks the counts.
+    void expect_all_freed_once() {
+        cgc_collect(2);
+        EXPECT_EQ(g_freed_twice.load(), 0);
+        EXPECT_EQ(g_freed.load(), g_made.load());
+    }
+
+    cgc_heap *heap_ = nullptr;
+    cgc_heap *previous_ = nullptr;
+    uint64_t errors_before_ = 0;
+};
+
+// Joins threads attached to the calling thread's shared heap: detached
+// meanwhile, or a collection on one of them would wait for this thread.
+void join_detached(std::vector<std::thread> &threads) {
+    Py_BEGIN_ALLOW_THREADS
+    for (auto &thread : threads) thread.join();
+    Py_END_ALLOW_THREADS
+}
+
+// Runs `body(index)` on `count` threads attached to `heap`, and joins them.
+template <typename Body>
+void on_attached_threads(cgc_heap *heap, int count, Body body) {
+    std::vector<std::thread> threads;
+    for (int index = 0; index < count; ++index)
+        threads.emplace_back([heap, index, &body] {
+            cgc_heap_set_current(heap);
+            body(index);
+            cgc_heap_set_current(nullptr);
+        });
+    join_detached(threads);
+}
+
+TEST_F(SharedHeapTest, ThreadsSeeTheSharedHeapAsCurrent) {
+    EXPECT_EQ(cgc_heap_current(), heap_);
+    EXPECT_TRUE(cgc_heap_is_shared(cgc_heap_current()));
+    on_attached_threads(heap_, 2, [&](int) { EXPECT_EQ(cgc_heap_current(), heap_); });
+}
+
+TEST_F(SharedHeapTest, CollectionsFromEveryThreadWhileOthersAllocate) {
+    std::atomic<long> collected{0};
+    on_attached_threads(heap_, 3, [&](int index) {
+        for (int round = 0; round < 2000; ++round) {
+            make_and_drop_ring(1 + (round + index) % 7);
+            make_and_drop_chain(5);
+            if (round % 10 == index) collected += cgc_collect((round / 10) % 3);
+        }
+    });
+    EXPECT_GT(collected.load(), 0);
+    expect_all_freed_once();
+}
+
+TEST_F(SharedHeapTest, AutomaticCollectionsStartOnDifferentThreads) {
+    cgc_set_threshold(0, 50);
+    static std::mutex mutex;
+    static std::set<std::thread::id> starters;
+    starters.clear();
+    auto note_start = [](const char *phase, const cgc_collection_info *, void *) {
+        if (std::string(phase) != "start") return;
+        std::lock_guard guard(mutex);
+        starters.insert(std::this_thread::get_id());
+    };
+    ASSERT_EQ(cgc_add_collection_callback(note_start, nullptr), 0);
+    on_attached_threads(heap_, 3, [&](int) {
+        for (int round = 0; round < 5000; ++round) make_and_drop_ring(3);
+    });
+    cgc_remove_collection_callback(note_start, nullptr);
+    EXPECT_GE(starters.size(), 2u);
+    expect_all_freed_once();
+}
+
+TEST_F(SharedHeapTest, DetachedThreadDoesNotDelayACollection) {
+    std::atomic<bool> detached{false};
+    std::thread sleeper([&] {
+        cgc_heap_set_current(heap_);
+        make_and_drop_ring(4);
+        Py_BEGIN_ALLOW_THREADS
+        detached = true;
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        Py_END_ALLOW_THREADS
+        make_and_drop_ring(4);  // (attached again: it may use the heap)
+    });
+    while (!detached) std::this_thread::yield();
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(cgc_collect(2), 4);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(sleeper));
+    join_detached(threads);
+    expect_all_freed_once();
+}
+
+TEST_F(SharedHeapTest, ThreadExitWhileAttachedDetachesIt) {
+    std::thread([&] {
+        cgc_heap_set_current(heap_);
+        make_and_drop_ring(5);
+    }).join();  // (exits attached)
+    // A thread still counted as attached would never park: this would hang.
+    std::atomic<bool> done{false};
+    cgc_ssize_t found = -1;
+    std::thread collector([&] {
+        cgc_heap_set_current(heap_);
+        found = cgc_collect(2);
+        done = true;
+    });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    Py_BEGIN_ALLOW_THREADS
+    while (!done && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Py_END_ALLOW_THREADS
+    ASSERT_TRUE(done) << "the collection waited for a thread that had exited";
+    collector.join();
+    EXPECT_EQ(found, 5);
+    expect_all_freed_once();
+}
+
+// A finalizer that resurrects its object (once) into a list the test
+// drains, while other threads allocate and drop their own objects.
+std::mutex g_resurrected_lock;
+std::vector<PyObject *> g_resurrected;
+
+void pair_finalize_resurrect(PyObject *self) {
+    std::lock_guard guard(g_resurrected_lock);
+    g_resurrected.push_back(Py_NewRef(self));
+}
+
+TEST_F(SharedHeapTest, FinalizersResurrectWhileOtherThreadsRun) {
+    PyTypeObject resurrecting = pair_type;
+    resurrecting.tp_name = "shared_test.Resurrecting";
+    resurrecting.tp_finalize = pair_finalize_resurrect;
+    resurrecting.tp_flags &= ~Py_TPFLAGS_READY;
+    ASSERT_EQ(PyType_Ready(&resurrecting), 0);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> others;
+    for (int i = 0; i < 2; ++i)
+        others.emplace_back([&] {
+            cgc_heap_set_current(heap_);
+            while (!stop) {
+                make_and_drop_ring(3);
+                make_and_drop_chain(3);
+            }
+            cgc_heap_set_current(nullptr);
+        });
+    for (int round = 0; round < 50; ++round) {
+        // A two-object cycle of resurrecting pairs.
+        Pair *a = PyObject_GC_New(Pair, &resurrecting);
+        Pair *b = PyObject_GC_New(Pair, &resurrecting);
+        a->state = b->state = kAlive;
+        a->first = Py_NewRef(reinterpret_cast<PyObject *>(b));
+        a->second = nullptr;
+        b->first = reinterpret_cast<PyObject *>(a);
+        b->second = nullptr;
+        g_made += 2;
+        PyObject_GC_Track(reinterpret_cast<PyObject *>(a));
+        PyObject_GC_Track(reinterpret_cast<PyObject *>(b));
+        Py_DECREF(b);
+        cgc_collect(2);
+        std::vector<PyObject *> back;
+        {
+            std::lock_guard guard(g_resurrected_lock);
+            back.swap(g_resurrected);
+        }
+        EXPECT_EQ(back.size(), 2u) << "round " << round;
+        for (PyObject *op : back) EXPECT_EQ(reinterpret_cast<Pair *>(op)->state, kAlive);
+        for (PyObject *op : back) Py_DECREF(op);  // (finalized once: freed by the next collection)
+    }
+    stop = true;
+    join_detached(others);
+    expect_all_freed_once();
+}
+
+TEST_F(SharedHeapTest, TheErrorIndicatorIsPerThread) {
+    cgc_error_clear();
+    std::thread([&] {
+        cgc_heap_set_current(heap_);
+        cgc_set_error_hook([](cgc_error_kind, const char *, void *) {}, nullptr);
+        cgc_error_set(CGC_ERR_VALUE, "on the other thread");
+        EXPECT_EQ(cgc_error_occurred(), CGC_ERR_VALUE);
+        cgc_set_error_hook(nullptr, nullptr);
+    }).join();
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_NONE);
+}
+
+TEST_F(SharedHeapTest, StopsAreTimedWithTwoAttachedThreads) {
+    cgc_reset_pause_stats();
+    std::atomic<bool> stop{false};
+    std::thread other([&] {
+        cgc_heap_set_current(heap_);
+        while (!stop) make_and_drop_chain(2);
+        cgc_heap_set_current(nullptr);
+    });
+    for (int i = 0; i < 20; ++i) cgc_collect(0);
+    stop = true;
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(other));
+    join_detached(threads);
+    cgc_pause_stats stops{};
+    cgc_get_stop_stats(&stops);
+    EXPECT_GE(stops.count, 20u);
+    EXPECT_GT(stops.max_ns, 0u);
+    expect_all_freed_once();
+}
+
+TEST_F(SharedHeapTest, DeletingAHeapOtherThreadsAreAttachedToIsRefused) {
+    std::atomic<bool> attached{false}, release{false};
+    std::thread other([&] {
+        cgc_heap_set_current(heap_);
+        attached = true;
+        Py_BEGIN_ALLOW_THREADS
+        while (!release) std::this_thread::yield();
+        Py_END_ALLOW_THREADS
+        cgc_heap_set_current(nullptr);
+    });
+    while (!attached) std::this_thread::yield();  // (it allocates nothing: no collection waits)
+    cgc_heap *other_heap = cgc_heap_new_shared();
+    cgc_heap_set_current(other_heap);
+    cgc_heap_set_current(heap_);
+    cgc_heap_delete(other_heap);  // (no thread attached: deleted)
+    uint64_t misuse = cgc_error_count(CGC_ERR_MISUSE);
+    auto hook = cgc_set_error_hook([](cgc_error_kind, const char *, void *) {}, nullptr);
+    cgc_heap_delete(heap_);  // refused: `other` is attached
+    cgc_set_error_hook(hook, nullptr);
+    EXPECT_EQ(cgc_error_count(CGC_ERR_MISUSE), misuse + 1);
+    errors_before_ += 1;
+    release = true;
+    other.join();
+}
+
+TEST_F(SharedHeapTest, CxxHeapAndDetachedScope) {
+    auto shared = cyclegc::heap::shared();
+    EXPECT_TRUE(shared.is_shared());
+    auto scope = shared.use();
+    EXPECT_EQ(cgc_heap_current(), shared.get());
+    {
+        cyclegc::detached_scope detached;
+    }
+    make_and_drop_ring(3);
+    EXPECT_EQ(cgc_collect(2), 3);
+}
+
+// Threads that never choose a heap each get one of their own.
+TEST(FirstUseHeap, ThreadsThatChooseNoHeapDoNotShareOne) {
+    for (int run = 0; run < 20; ++run) {
+        g_made = g_freed = g_freed_twice = 0;
+        std::atomic<uint64_t> errors{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 2; ++t)
+            threads.emplace_back([&] {
+                uint64_t before = cgc_error_count(CGC_ERR_MISUSE) + cgc_error_count(CGC_ERR_CORRUPTION);
+                for (int i = 0; i < 200; ++i) {
+                    make_and_drop_ring(4);
+                    make_and_drop_chain(4);
+                }
+                cgc_collect(2);
+                errors += cgc_error_count(CGC_ERR_MISUSE) + cgc_error_count(CGC_ERR_CORRUPTION) - before;
+            });
+        for (auto &thread : threads) thread.join();
+        ASSERT_EQ(errors.load(), 0u) << "run " << run;
+        ASSERT_EQ(g_freed_twice.load(), 0) << "run " << run;
+        ASSERT_EQ(g_freed.load(), g_made.load()) << "run " << run;
+    }
+}
+
+}  // namespace
