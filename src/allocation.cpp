@@ -2,6 +2,7 @@
 // their fast path), resizing, the C++ API's raw slots, and PyObject_GC_Del.
 #include "heap.hpp"
 #include "object_checks.hpp"
+#include "shared_heap.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -73,7 +74,13 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
             return nullptr;
         }
     } else {
-        op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
+        // A shared heap's objects all live in its pages, which carry their
+        // shared counts (cgc_object_del finds them there).
+        Heap *heap = t_current_heap;
+        if (heap && heap->is_shared())
+            op = static_cast<cgc_object *>(heap->space.allocate(*heap, static_cast<size_t>(size)));
+        else
+            op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
         if (!op) {
             report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
                    type_name(type));
@@ -82,6 +89,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     }
     op->ob_refcnt = 1;
     op->ob_type = type;
+    if (Heap *heap = t_current_heap; heap && heap->is_shared()) init_shared_object(*heap, op);
     if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -220,6 +228,7 @@ namespace {
     auto *op = static_cast<cgc_object *>(heap->space.take_slot<true>(page).memory);
     op->ob_refcnt = 1;
     op->ob_type = type;
+    if (heap->is_shared()) [[unlikely]] init_shared_object(*heap, op);
     if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -277,6 +286,9 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
         return nullptr;
     }
     std::memcpy(static_cast<void *>(moved), static_cast<void *>(op), capacity);
+    if (heap.is_shared())
+        shared_count_of(&moved->ob_base).store(shared_count_of(&op->ob_base).load(std::memory_order_acquire),
+                                               std::memory_order_relaxed);
     GcMeta &moved_meta = meta_of(moved);
     moved_meta.flags = static_cast<uint8_t>(moved_meta.flags | (meta.flags & (kFinalized | kHasWeakrefs)));
     if (meta.flags & kHasWeakrefs) move_weakrefs(heap, &op->ob_base, &moved->ob_base);
@@ -318,7 +330,9 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(slot.memory));
     uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
     // The offset and the tracking in one store (see track_fast).
-    bool tracked = track && try_track(*page_of(slot.memory)->heap, bits, op);
+    Heap &heap = *page_of(slot.memory)->heap;
+    if (heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
+    bool tracked = track && try_track(heap, bits, op);
     set_meta_bits(meta, bits);
     if (track && !tracked) track_slow(op);
 }
