@@ -2,6 +2,7 @@
 // their fast path), resizing, the C++ API's raw slots, and PyObject_GC_Del.
 #include "heap.hpp"
 #include "object_checks.hpp"
+#include "shared_heap.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -73,7 +74,15 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
             return nullptr;
         }
     } else {
-        op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
+        // A shared heap's objects all live in its pages, which carry their
+        // shared counts (cgc_object_del finds them there).
+        Heap &heap = current_heap();
+        if (heap.is_shared()) [[unlikely]] {
+            StateLock guard(heap);
+            op = static_cast<cgc_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
+        } else {
+            op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
+        }
         if (!op) {
             report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
                    type_name(type));
@@ -82,6 +91,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     }
     op->ob_refcnt = 1;
     op->ob_type = type;
+    if (Heap &heap = current_heap(); heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
     if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -248,6 +258,7 @@ namespace {
     auto *op = static_cast<cgc_object *>(heap->space.take_slot<true>(page).memory);
     op->ob_refcnt = 1;
     op->ob_type = type;
+    if (heap->is_shared()) [[unlikely]] init_shared_object(*heap, op);
     if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -306,6 +317,9 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
         return nullptr;
     }
     std::memcpy(static_cast<void *>(moved), static_cast<void *>(op), capacity);
+    if (heap.is_shared())
+        shared_count_of(&moved->ob_base).store(shared_count_of(&op->ob_base).load(std::memory_order_acquire),
+                                               std::memory_order_relaxed);
     GcMeta &moved_meta = meta_of(moved);
     moved_meta.flags = static_cast<uint8_t>(moved_meta.flags | (meta.flags & (kFinalized | kHasWeakrefs)));
     if (meta.flags & kHasWeakrefs) move_weakrefs(heap, &op->ob_base, &moved->ob_base);
@@ -349,7 +363,9 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     // The offset and the tracking in one store (see track_fast). (A shared
     // heap's object is tracked under its state lock, by track_slow.)
     Page *page = page_of(slot.memory);
-    bool tracked = track && page->heap == t_current_heap && try_track(*page->heap, bits, op);
+    Heap &heap = *page->heap;
+    if (heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
+    bool tracked = track && page->heap == t_current_heap && try_track(heap, bits, op);
     set_meta_bits(meta, bits);
     if (track && !tracked) track_slow(op);
 }

@@ -47,6 +47,7 @@
 #include "arena.hpp"
 #include "diagnostics/traverse_check.hpp"
 #include "heap.hpp"
+#include "shared_heap.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -276,7 +277,7 @@ cgc_ssize_t init_refs(Heap &heap, Set &set) {
     cgc_ssize_t count = 0;
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         filter_add(heap, op);
-        cgc_ssize_t refcnt = op->ob_refcnt;
+        cgc_ssize_t refcnt = cgc_refcount(op);
         uint32_t refs;
         if (refcnt <= 0) {
             report(CGC_ERR_CORRUPTION,
@@ -302,7 +303,7 @@ cgc_ssize_t init_refs(Heap &heap, Set &set) {
            "to it were found (the last from %p of type '%s'): a tp_traverse visits a "
            "reference it does not own (or one twice), or a Py_INCREF is missing; the object is "
            "kept alive",
-           static_cast<void *>(child), type_name_of(child), child->ob_refcnt,
+           static_cast<void *>(child), type_name_of(child), cgc_refcount(child),
            static_cast<void *>(from), type_name_of(from));
     meta.word = kPinnedRefs;
 }
@@ -585,13 +586,13 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
            "collector: object %p of type '%s' has reference count %td, but %u references to it "
            "were found (%s): a tp_traverse visits a reference it does not own (or one twice), or "
            "a Py_INCREF is missing; the object is kept alive",
-           static_cast<void *>(op), type_name_of(op), op->ob_refcnt, meta.word, from);
+           static_cast<void *>(op), type_name_of(op), cgc_refcount(op), meta.word, from);
 }
 
 // A full collection's candidate whose count is at or below zero, or below
 // the references found to it: reported; the caller keeps it alive.
 [[gnu::noinline]] void report_bad_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
-    cgc_ssize_t refcnt = op->ob_refcnt;
+    cgc_ssize_t refcnt = cgc_refcount(op);
     if (refcnt <= 0) {
         report(CGC_ERR_CORRUPTION,
                "collector: tracked object %p of type '%s' has reference count %td: its "
@@ -637,7 +638,7 @@ Found find_unreachable_full(Heap &heap) {
         if (stack.failed) return;
         // Marked already (by an object behind the walk, which left its
         // traversal to the walk), or referenced from outside: traversed now.
-        cgc_ssize_t refcnt = op->ob_refcnt;
+        cgc_ssize_t refcnt = cgc_refcount(op);
         auto found_refs = static_cast<cgc_ssize_t>(meta.word);
         if (!(meta.flags & kReachable)) {
             if (refcnt == found_refs && refcnt > 0) {  // referenced from candidates only, so far
@@ -850,7 +851,7 @@ void save_as_garbage(Heap &heap, cgc_object *op) {
            "collector: object %p of type '%s' is still tracked after its tp_dealloc ran (reference "
            "count %td): a tp_dealloc must untrack and free its object; not cleared nor deallocated "
            "again, left untracked (leaked)",
-           static_cast<void *>(op), type_name_of(op), op->ob_refcnt);
+           static_cast<void *>(op), type_name_of(op), cgc_refcount(op));
     remove_from_lists(heap, op, meta_of(op));
 }
 
@@ -880,7 +881,7 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
         cgc_object *op = unreachable[i];
         if (!op) continue;
-        if (op->ob_refcnt <= 0) [[unlikely]] {
+        if (cgc_refcount(op) <= 0) [[unlikely]] {
             forget_undead(heap, op);
             ++not_freed;
         } else if (save_all) {
@@ -898,7 +899,7 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     cgc_object *first = nullptr;
     for (cgc_object *&op : unreachable) {
         if (!op) continue;
-        if (op->ob_refcnt <= 0) [[unlikely]] {
+        if (cgc_refcount(op) <= 0) [[unlikely]] {
             forget_undead(heap, op);
             ++not_freed;
             continue;
@@ -1046,6 +1047,7 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     update_long_lived(heap, generation, found.candidates - found.unreachable, incremental_final);
 
     bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);  // 1e
+    if (heap.is_shared()) disown_for_clearing(heap.unreachable);
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
     // Step 2.
@@ -1077,6 +1079,8 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     // A stop-the-world full collection does a running cycle's work at once.
     if (generation == CGC_NUM_GENERATIONS - 1 && !incremental_final) abandon_cycle(heap);
     heap.collection_due = false;
+    // Queued objects hold a reference the analysis would count as external.
+    if (heap.is_shared()) merge_all_queues(heap);
     cgc_collection_info info{};
     info.generation = generation;
     heap.phase = Phase::callbacks;

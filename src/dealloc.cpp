@@ -4,11 +4,20 @@
 // ones are deferred to the outermost.
 #include "heap.hpp"
 #include "object_checks.hpp"
+#include "shared_heap.hpp"
 
 #include <algorithm>
 
 namespace cyclegc::internal {
 namespace {
+
+// A refused deallocation keeps the object with one reference nobody owns;
+// in a shared heap, every thread then counts it atomically (its word was
+// made plain for the deallocation).
+void keep_with_one_reference(cgc_object *op) {
+    op->ob_refcnt = 1;
+    rebias_if_shared(op);
+}
 
 // destroy() of an object that cyclegc holds or that has weak references,
 // or one freed already.
@@ -34,7 +43,7 @@ namespace {
                "Py_DECREF: object %p of type '%s' lost its last reference while cyclegc held one "
                "for its finalizer or tp_clear: a Py_DECREF too many; not freed now",
                static_cast<void *>(op), type_name_of(op));
-        op->ob_refcnt = 1;
+        keep_with_one_reference(op);
         return;
     }
     // Weak references die with their referent and call back before its
@@ -185,7 +194,7 @@ static void dealloc_while_analysing(cgc_object *op) {
                "Py_DECREF: the last reference to object %p of type '%s' was dropped inside "
                "tp_traverse, which must not change the object graph; the object is not freed",
                static_cast<void *>(op), type_name_of(op));
-        op->ob_refcnt = 1;
+        keep_with_one_reference(op);
         return;
     }
     destroy(op);
@@ -295,7 +304,10 @@ int cgc_call_finalizer_from_dealloc(cgc_object *self) {
         let_go(*meta, nested);
     }
     if (running) running->erase(std::find(running->begin(), running->end(), self));
-    if (--self->ob_refcnt != 0) return -1;  // resurrected: the dealloc must stop
+    if (--self->ob_refcnt != 0) {  // resurrected: the dealloc must stop
+        rebias_if_shared(self);
+        return -1;
+    }
     if (meta && (meta->flags & kHasWeakrefs)) {
         // Dying for good: weak references (some perhaps made by the
         // finalizer) die now. Callbacks must not see the object, so it is

@@ -105,7 +105,7 @@ bool make_candidates(Heap &heap, Slice &slice) {
         // (This cycle examines it: it no longer waits for a full collection.)
         if (meta.schedule & kPromotedPending) --heap.long_lived_pending;
         meta.schedule = kIncrCandidate;
-        cgc_ssize_t count = op->ob_refcnt;
+        cgc_ssize_t count = cgc_refcount(op);
         meta.word = count <= 0 || count >= kPinnedRefs ? kPinnedRefs : static_cast<uint32_t>(count);
         ++heap.incremental.candidates;
         return true;

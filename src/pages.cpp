@@ -34,6 +34,7 @@ size_t PageSpace::class_size(int size_class) {
 
 PageSpace::~PageSpace() {
     for (Page *page : pages_) {
+        std::free(page->shared_counts);
         Arena::instance().release(page, page->region_size);  // (new_page unpoisons it before reuse)
     }
 }
@@ -54,11 +55,20 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     bool dirty = false;
     void *memory = Arena::instance().allocate(region_size, dirty);
     if (!memory) return nullptr;
+    std::atomic<int64_t> *shared_counts = nullptr;
+    if (pages_carry_shared_counts(heap)) {
+        shared_counts = static_cast<std::atomic<int64_t> *>(std::calloc(count, sizeof *shared_counts));
+        if (!shared_counts) {
+            Arena::instance().release(memory, region_size);
+            return nullptr;
+        }
+    }
     // A reused page may hold poisoned slots of its last use.
     unpoison_zeroed(memory, region_size);
     try {
         pages_.push_back(static_cast<Page *>(memory));
     } catch (...) {
+        std::free(shared_counts);
         Arena::instance().release(memory, region_size);
         return nullptr;
     }
@@ -67,7 +77,8 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     if (dirty) std::memset(memory, 0, region_size);
     auto *page = static_cast<Page *>(memory);
     page->heap = &heap;
-    page->walk_all_tracked = true;  // (the common case of a page filled by new objects)
+    page->walk_all_tracked = true;
+    page->shared_counts = shared_counts;  // (the common case of a page filled by new objects)
     page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
     page->region_size = region_size;
     page->slot_size = slot_size;
@@ -90,6 +101,7 @@ void PageSpace::free_page(Page *page) {
     last->index_in_heap = page->index_in_heap;
     pages_.pop_back();
     page_bytes_ -= page->region_size;
+    std::free(page->shared_counts);
     Arena::instance().release(page, page->region_size);  // (new_page unpoisons it before reuse)
 }
 

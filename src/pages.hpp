@@ -25,6 +25,7 @@
 
 #include <cyclegc/cyclegc.h>
 
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,9 @@ struct Heap;
 // the heap (heap.cpp), it throws std::bad_alloc when fault injection says
 // this one fails.
 void note_page_allocation(Heap &heap);
+// Whether the heap's pages carry shared reference counts (a shared heap:
+// shared_counts.cpp).
+bool pages_carry_shared_counts(const Heap &heap);
 
 // The per-object metadata: 8 bytes.
 struct GcMeta {
@@ -137,6 +141,9 @@ struct Page {
     // plain loop, whose test is predictable there. Only a hint: a wrong
     // one costs that walk its mispredictions, and the walk corrects it.
     bool walk_all_tracked;
+    // A shared heap's page: each slot's shared reference count
+    // (shared_heap.hpp), allocated with the page; null in a confined heap.
+    std::atomic<int64_t> *shared_counts;
     alignas(8) GcMeta meta[];  // slot_count entries (a flexible array: GNU C++); 8-aligned: AS_GC
 
     uint32_t index_of(const void *p) const {

@@ -4,10 +4,15 @@
 // (shared_counts.cpp). A confined heap has none (Heap::shared is null).
 #pragma once
 
+#include "pages.hpp"
+
+#include <cyclegc/cyclegc.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace cyclegc::internal {
 
@@ -29,6 +34,61 @@ struct SharedHeap {
     int attached = 0;  // attached threads (detached ones included)
 
     // ---- Biased reference counts (shared_counts.cpp) ----
+    // Objects whose shared count a thread that does not own them took
+    // below zero: each holds one reference (the dropped one) until a thread
+    // merges it, its owner or (the object merged meanwhile) any thread.
+    std::mutex queue_lock;
+    std::vector<cgc_object *> queue;
+    std::atomic<size_t> queued{0};  // queue.size(), read without the lock
+
+    SharedHeap();
+    ~SharedHeap();
+    SharedHeap(const SharedHeap &) = delete;
+    SharedHeap &operator=(const SharedHeap &) = delete;
 };
+
+// ---- The count word of a shared heap's objects (cyclegc.h, "The count
+// word"): bit 63 set, bit 62 clear (so a count below zero or a trashcan
+// link, whose bits 62 and 63 are both set, is never taken for one), the
+// owner's tag in bits 32..61 (0: merged), its local count in bits 0..31.
+constexpr uint64_t kSharedWordBit = uint64_t(1) << 63;
+constexpr uint32_t kMaxThreadTag = (uint32_t(1) << 30) - 1;
+inline bool is_shared_word(cgc_ssize_t word) { return (static_cast<uint64_t>(word) >> 62) == 2; }
+inline uint32_t word_tag(cgc_ssize_t word) { return static_cast<uint32_t>(static_cast<uint64_t>(word) >> 32) & kMaxThreadTag; }
+inline uint32_t word_local(cgc_ssize_t word) { return static_cast<uint32_t>(word); }
+inline cgc_ssize_t load_word(const cgc_object *op) { return CGC_COUNT_LOAD(&op->ob_refcnt); }
+inline void store_word(cgc_object *op, cgc_ssize_t word) { CGC_COUNT_STORE(&op->ob_refcnt, word); }
+
+// The shared count: the references counted by threads other than the owner
+// (and all of them once merged), times 4, plus two flags.
+constexpr int64_t kSharedQueued = 1;  // queued for merging (SharedHeap::queue)
+constexpr int64_t kSharedMerged = 2;  // no owner: the count is the whole count
+constexpr int64_t kSharedOne = 4;
+inline std::atomic<int64_t> &shared_count_of(const cgc_object *op) {
+    Page *page = page_of(op);
+    return page->shared_counts[page->index_of(op)];
+}
+
+// A new object of a shared heap (its count word plain, as allocated): owned
+// by the calling thread, its count moved into the local count, the shared
+// count zero. Merges the calling thread's queue when it has entries.
+void init_shared_object(Heap &heap, cgc_object *op);
+// An object of a shared heap whose count word is plain again (a finalizer
+// resurrected it, or a refusal kept it with count 1): merged, so that every
+// thread counts it atomically from now on. Does nothing to other objects.
+void rebias_if_shared(cgc_object *op);
+// The merges a thread owes (its queued objects, and the merged ones any
+// thread may take), and those of every thread (a collection of a shared
+// heap calls it first, with the world stopped).
+void merge_own_queue(Heap &heap);
+void merge_all_queues(Heap &heap);
+// With the world stopped (the owners parked): the objects a collection
+// found unreachable lose their owners, so that the references its clearing
+// drops, on whichever thread, free them there and then (a decrement by a
+// thread that does not own an object would queue it for its owner).
+void disown_for_clearing(std::vector<cgc_object *> &objects);
+// Takes a reference to `op` unless its count reached zero (a weak
+// reference's referent, which another thread may be releasing).
+bool try_incref(cgc_object *op);
 
 }  // namespace cyclegc::internal

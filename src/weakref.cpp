@@ -4,6 +4,9 @@
 // linked list found through the heap's side table, so any GC type supports
 // them without a tp_weaklistoffset field.
 #include "heap.hpp"
+#include "shared_heap.hpp"
+
+#include <mutex>
 
 namespace cyclegc::internal {
 
@@ -82,7 +85,7 @@ cgc_ssize_t run_callbacks(std::vector<WeakRef *> &queue) {
     cgc_ssize_t freed = 0;
     for (WeakRef *wr : queue) {
         call_user_code("a weak reference callback", as_object(wr), [&] { wr->callback(as_object(wr), wr->context); });
-        if (as_object(wr)->ob_refcnt == 1) ++freed;
+        if (cgc_refcount(as_object(wr)) == 1) ++freed;
         cgc_decref(as_object(wr));
     }
     return freed;
@@ -234,10 +237,13 @@ int cgc_weakref_get_ref(cgc_object *weakref, cgc_object **out) {
                "got %s", weakref ? type_name_of(weakref) : "NULL");
         return -1;
     }
-    StateLock guard(heap_of(weakref));  // (against a detach on another thread)
+    // In a shared heap, the referent's last reference may go on another
+    // thread meanwhile: its weak references are cleared under the heap's
+    // state lock (cgc_clear_weakrefs), and try_incref fails once its count
+    // reached zero. (The lock also keeps a detach on another thread out.)
+    StateLock guard(heap_of(weakref));
     cgc_object *referent = as_weakref(weakref)->referent;
-    if (!referent || referent->ob_refcnt <= 0) return 0;
-    cgc_incref(referent);
+    if (!referent || !try_incref(referent)) return 0;
     *out = referent;
     return 1;
 }
@@ -246,7 +252,11 @@ void cgc_clear_weakrefs(cgc_object *object) {
     if (!object) return;
     if (!first_weakref(object)) return;
     std::vector<WeakRef *> queue;
-    detach_all(object, queue, [](WeakRef *) { return true; });
+    {
+        // (See cgc_weakref_get_ref.)
+        StateLock guard(heap_of(object));
+        detach_all(object, queue, [](WeakRef *) { return true; });
+    }
     run_callbacks(queue);
 }
 

@@ -96,11 +96,11 @@ static inline PyTypeObject *Py_TYPE(const void *op) { return ((const PyObject *)
 #define Py_TYPE(op) Py_TYPE(_PyObject_CAST(op))
 static inline Py_ssize_t Py_SIZE(const void *op) { return ((const PyVarObject *)op)->ob_size; }
 #define Py_SIZE(op) Py_SIZE(_PyObject_CAST(op))
-static inline Py_ssize_t Py_REFCNT(const void *op) { return ((const PyObject *)op)->ob_refcnt; }
+static inline Py_ssize_t Py_REFCNT(const void *op) { return cgc_refcount((const PyObject *)op); }
 #define Py_REFCNT(op) Py_REFCNT(_PyObject_CAST(op))
 static inline void Py_SET_TYPE(void *op, PyTypeObject *type) { ((PyObject *)op)->ob_type = type; }
 static inline void Py_SET_SIZE(void *op, Py_ssize_t size) { ((PyVarObject *)op)->ob_size = size; }
-static inline void Py_SET_REFCNT(void *op, Py_ssize_t n) { ((PyObject *)op)->ob_refcnt = n; }
+static inline void Py_SET_REFCNT(void *op, Py_ssize_t n) { cgc_set_refcount((PyObject *)op, n); }
 static inline int Py_IS_TYPE(const void *op, const PyTypeObject *type) {
     return ((const PyObject *)op)->ob_type == type;
 }

@@ -309,10 +309,85 @@ CGC_API void cgc_thread_attach(void);
  * not freed again). */
 CGC_API void cgc_dealloc(cgc_object *op);
 
-/* Py_INCREF, Py_DECREF and their NULL-tolerant versions. */
-static inline void cgc_incref(cgc_object *op) { op->ob_refcnt++; }
+/* The count word. An object of a confined heap counts in ob_refcnt, a
+ * plain integer. An object of a shared heap has a negative ob_refcnt (bit
+ * 63 set): bits 32..62 hold its owner's thread tag (the allocating
+ * thread's, never 0; 0 once the object is "merged": it has no owner any
+ * more), bits 0..31 the owner's local count. The owner counts there with
+ * plain loads and stores; every other thread (and every thread once the
+ * object is merged) counts atomically in the object's shared count, which
+ * the library keeps beside the object. The real count is the sum: read it
+ * with cgc_refcount (Py_REFCNT), never from ob_refcnt. docs/gc.md, "Shared
+ * heaps". */
+#if defined(__GNUC__)
+#  define CGC_COUNT_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#  define CGC_COUNT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#  define CGC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#  define CGC_COUNT_LOAD(p) (*(p))
+#  define CGC_COUNT_STORE(p, v) (*(p) = (v))
+#  define CGC_TLS_MODEL
+#endif
+#if defined(__cplusplus) && __cplusplus >= 202002L
+#  define CGC_THREAD_LOCAL thread_local constinit
+#elif defined(__cplusplus) || !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
+#  define CGC_THREAD_LOCAL __thread
+#else
+#  define CGC_THREAD_LOCAL _Thread_local
+#endif
+/* The upper 32 bits of the count word of the objects the calling thread
+ * owns (bit 31 set, then its tag); 0 until it allocates in a shared heap.
+ * Internal: read by the inline paths below. */
+CGC_DATA extern CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag CGC_TLS_MODEL;
+#define CGC_COUNT_OWNED_HERE(c) ((uint32_t)((uint64_t)(c) >> 32) == cgc_thread_count_tag)
+
+/* The out-of-line paths of cgc_incref and cgc_decref: a shared-heap object
+ * counted by a thread that does not own it (or a merged one), its owner's
+ * local count reaching zero, and every count reaching zero (which
+ * cgc_decref_slow hands to cgc_dealloc). Internal. */
+CGC_API void cgc_incref_shared(cgc_object *op);
+CGC_API void cgc_decref_slow(cgc_object *op);
+/* Py_REFCNT: the object's reference count (a shared-heap object's local and
+ * shared counts summed: exact when no other thread counts meanwhile). */
+CGC_API cgc_ssize_t cgc_refcount_shared(const cgc_object *op);
+static inline cgc_ssize_t cgc_refcount(const cgc_object *op) {
+    cgc_ssize_t c = CGC_COUNT_LOAD(&op->ob_refcnt);
+    return c >= 0 ? c : cgc_refcount_shared(op);
+}
+/* Py_SET_REFCNT: sets the count. On a shared-heap object the owner's local
+ * count becomes `n` and the shared count 0 (a merged object: the shared
+ * count becomes `n`); only the object's owner, or a thread that knows no
+ * other thread uses the object, may call it. Errors: CGC_ERR_MISUSE for a
+ * negative `n` or one above 2^32 - 1 on a shared-heap object. */
+CGC_API void cgc_set_refcount_shared(cgc_object *op, cgc_ssize_t n);
+static inline void cgc_set_refcount(cgc_object *op, cgc_ssize_t n) {
+    if (CGC_COUNT_LOAD(&op->ob_refcnt) >= 0 && n >= 0)
+        op->ob_refcnt = n;
+    else
+        cgc_set_refcount_shared(op, n);
+}
+
+/* Py_INCREF, Py_DECREF and their NULL-tolerant versions. A confined
+ * object's count is tested and stored as before (one predictable branch
+ * more); the owner of a shared-heap object stores its local count, with no
+ * atomic instruction. */
+static inline void cgc_incref(cgc_object *op) {
+    cgc_ssize_t c = CGC_COUNT_LOAD(&op->ob_refcnt);
+    if (c >= 0)
+        op->ob_refcnt = c + 1;
+    else if (CGC_COUNT_OWNED_HERE(c))
+        CGC_COUNT_STORE(&op->ob_refcnt, c + 1);
+    else
+        cgc_incref_shared(op);
+}
 static inline void cgc_decref(cgc_object *op) {
-    if (--op->ob_refcnt <= 0) cgc_dealloc(op);
+    cgc_ssize_t c = CGC_COUNT_LOAD(&op->ob_refcnt);
+    if (c > 1)
+        op->ob_refcnt = c - 1;
+    else if (CGC_COUNT_OWNED_HERE(c) && (uint32_t)c > 1)
+        CGC_COUNT_STORE(&op->ob_refcnt, c - 1);
+    else
+        cgc_decref_slow(op);
 }
 static inline void cgc_xincref(cgc_object *op) { if (op) cgc_incref(op); }
 static inline void cgc_xdecref(cgc_object *op) { if (op) cgc_decref(op); }

@@ -53,7 +53,7 @@ class object {
     // This object as a C object (a borrowed reference).
     cgc_object *as_cobject() noexcept { return &header_; }
     const cgc_object *as_cobject() const noexcept { return &header_; }
-    cgc_ssize_t use_count() const noexcept { return header_.ob_refcnt; }
+    cgc_ssize_t use_count() const noexcept { return cgc_refcount(&header_); }
 
     // The object whose C part is `op` (which must be a C++ object).
     static object *from_cobject(cgc_object *op) noexcept {
@@ -98,10 +98,9 @@ inline T *downcast(cgc_object *op) noexcept {
         return static_cast<T *>(object::from_cobject(op));
 }
 
-inline void incref(cgc_object *op) noexcept { op->ob_refcnt++; }
-inline void decref(cgc_object *op) noexcept {
-    if (--op->ob_refcnt <= 0) cgc_dealloc(op);
-}
+// (The C API's inline paths: cyclegc.h, "The count word".)
+inline void incref(cgc_object *op) noexcept { cgc_incref(op); }
+inline void decref(cgc_object *op) noexcept { cgc_decref(op); }
 
 }  // namespace detail
 }  // namespace cyclegc

@@ -94,7 +94,7 @@ class ref {
     T &operator*() const noexcept { return *pointer_; }
     T *operator->() const noexcept { return pointer_; }
     explicit operator bool() const noexcept { return pointer_ != nullptr; }
-    cgc_ssize_t use_count() const noexcept { return pointer_ ? detail::header(pointer_)->ob_refcnt : 0; }
+    cgc_ssize_t use_count() const noexcept { return pointer_ ? cgc_refcount(detail::header(pointer_)) : 0; }
 
   private:
     void retain() noexcept {

@@ -25,7 +25,7 @@ void reverse_edges(const HeapGraph &graph, std::vector<uint64_t> &start, std::ve
 void write_node(TextWriter &out, const HeapGraph &graph, uint32_t node, bool is_target) {
     char label[64];
     cgc_object *op = graph.objects[node];
-    std::snprintf(label, sizeof label, "\\n%p\\nrefcount %td, external %lld", static_cast<void *>(op), op->ob_refcnt,
+    std::snprintf(label, sizeof label, "\\n%p\\nrefcount %td, external %lld", static_cast<void *>(op), cgc_refcount(op),
                   static_cast<long long>(graph.external[node]));
     out << "  n" << node << " [label=";
     out.json_string(std::string(graph.type_name_at(node)) + label);

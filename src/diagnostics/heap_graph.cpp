@@ -52,7 +52,7 @@ void number_nodes(Heap &heap, HeapGraph &graph) {
             slot_nodes[i] = node | (meta.object_offset ? HeapGraph::kOffsetNode : 0);
             graph.objects[node] = op;
             graph.sizes[node] = page->slot_size;
-            graph.external[node] = op->ob_refcnt;
+            graph.external[node] = cgc_refcount(op);
             ++node;
         }
     }

@@ -37,7 +37,7 @@ std::string format(const char *pattern, ...) {
 
 std::string describe_object(const HeapGraph &graph, uint32_t node) {
     cgc_object *op = graph.objects[node];
-    return format("<%s %p> refcount %td, external %lld", type_name_of(op), static_cast<void *>(op), op->ob_refcnt,
+    return format("<%s %p> refcount %td, external %lld", type_name_of(op), static_cast<void *>(op), cgc_refcount(op),
                   static_cast<long long>(graph.external[node]));
 }
 

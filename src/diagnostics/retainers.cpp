@@ -27,7 +27,7 @@ bool fill_chain(const HeapGraph &graph, const std::vector<uint32_t> &nodes, cgc_
     }
     for (size_t i = 0; i < nodes.size(); ++i) {
         cgc_object *op = graph.objects[nodes[i]];
-        out->links[i] = {op, type_name_of(op), op->ob_refcnt, static_cast<cgc_ssize_t>(graph.external[nodes[i]])};
+        out->links[i] = {op, type_name_of(op), cgc_refcount(op), static_cast<cgc_ssize_t>(graph.external[nodes[i]])};
     }
     out->length = static_cast<cgc_ssize_t>(nodes.size());
     return true;

@@ -53,8 +53,8 @@ std::string describe_overcount(const HeapGraph &graph, uint32_t node) {
     std::snprintf(line, sizeof line,
                   "traverse check: type %s: <%s %p> has refcount %td but tracked objects visit it %lld times "
                   "(one is <%s %p>): a tp_traverse visits a reference it does not own, or an incref is missing",
-                  type_name_of(op), type_name_of(op), static_cast<void *>(op), op->ob_refcnt,
-                  static_cast<long long>(op->ob_refcnt - graph.external[node]),
+                  type_name_of(op), type_name_of(op), static_cast<void *>(op), cgc_refcount(op),
+                  static_cast<long long>(cgc_refcount(op) - graph.external[node]),
                   referrer == kNoNode ? "?" : graph.type_name_at(referrer),
                   referrer == kNoNode ? nullptr : static_cast<void *>(graph.objects[referrer]));
     return line;

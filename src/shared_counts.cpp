@@ -1,0 +1,333 @@
+// Biased reference counting for the objects of shared heaps (the count word:
+// shared_heap.hpp and cyclegc.h). The owner thread counts in the word with
+// plain stores (cyclegc.h's inline paths); every other thread counts in the
+// object's shared count with atomic operations (here). The protocol that
+// lets the object die exactly once:
+//  - the owner's local count reaching 0 merges: the word loses its owner,
+//    the shared count gets the merged flag, and the object dies if that
+//    count is 0;
+//  - a non-owner's decrement of an unmerged object whose shared count is 0
+//    does not go below 0: it queues the object (the queue holds the dropped
+//    reference) for a thread that may merge it: its owner, at its next
+//    allocation, safepoint or exit, or any thread once it is merged, or a
+//    collection (merge_all_queues);
+//  - a merged object dies on the thread whose decrement takes the shared
+//    count to 0.
+// A dying object's word is set to a plain 0 and cgc_dealloc takes it from
+// there, as for a confined object.
+#include "arena.hpp"
+#include "heap.hpp"
+#include "shared_heap.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
+
+using namespace cyclegc::internal;
+
+extern "C" {
+CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag = 0;
+}
+
+namespace cyclegc::internal {
+namespace {
+
+// The live shared heaps, for threads that exit: they give up the ownership
+// of their objects in the heaps they allocated in, if those still exist.
+struct SharedHeapRegistry {
+    std::mutex lock;
+    std::unordered_map<SharedHeap *, Heap *> heaps;
+};
+SharedHeapRegistry &registry() {
+    static auto *instance = new SharedHeapRegistry();  // (never destroyed: threads may exit late)
+    return *instance;
+}
+
+void give_up_ownership();
+
+// The shared heaps the calling thread allocated objects in (it owns some).
+struct ThreadOwnership {
+    std::vector<SharedHeap *> heaps;
+    const Heap *last = nullptr;  // the heap of its last shared allocation
+    ~ThreadOwnership() { give_up_ownership(); }
+};
+thread_local ThreadOwnership t_ownership;
+
+bool owned_here(cgc_ssize_t word) { return CGC_COUNT_OWNED_HERE(word); }
+
+void die(cgc_object *op) {
+    store_word(op, 0);
+    cgc_dealloc(op);
+}
+
+bool may_have_weakrefs(cgc_object *op) { return has_gc_head(op) && (meta_of(op).flags & kHasWeakrefs); }
+
+// Merges an object the calling thread owns, or one merged already: the
+// local count goes into the shared count, plus `extra` (-1: the queue's
+// reference), and the word loses its owner before the shared count says so
+// (a try_incref between the two sees an unmerged, live object). Returns the
+// merged count.
+int64_t merge(cgc_object *op, int64_t extra) {
+    cgc_ssize_t word = load_word(op);
+    int64_t local = word_local(word);
+    store_word(op, static_cast<cgc_ssize_t>(kSharedWordBit));
+    std::atomic<int64_t> &shared = shared_count_of(op);
+    int64_t old = shared.load(std::memory_order_relaxed);
+    int64_t count;
+    do {
+        count = (old >> 2) + local + extra;
+    } while (!shared.compare_exchange_weak(old, count * kSharedOne | kSharedMerged, std::memory_order_acq_rel));
+    return count;
+}
+
+// The owner's local count reaches 0.
+void merge_zero_local(cgc_object *op) {
+    std::atomic<int64_t> &shared = shared_count_of(op);
+    // No other reference and no weak reference that could take one: no
+    // other thread can see the object any more.
+    if (shared.load(std::memory_order_acquire) == 0 && !may_have_weakrefs(op)) {
+        die(op);
+        return;
+    }
+    if (merge(op, -1) == 0) die(op);
+}
+
+void enqueue(cgc_object *op) {
+    SharedHeap &shared = *page_of(op)->heap->shared;
+    std::lock_guard<std::mutex> guard(shared.queue_lock);
+    try {
+        shared.queue.push_back(op);
+    } catch (const std::bad_alloc &) {
+        report(CGC_ERR_MEMORY, "Py_DECREF: out of memory for the merge queue of a shared heap; object %p "
+               "of type '%s' is never freed", static_cast<void *>(op), type_name_of(op));
+        return;
+    }
+    shared.queued.store(shared.queue.size(), std::memory_order_relaxed);
+}
+
+// A decrement by a thread that does not own the object.
+void decref_shared_count(cgc_object *op) {
+    std::atomic<int64_t> &shared = shared_count_of(op);
+    int64_t old = shared.load(std::memory_order_relaxed);
+    int64_t next;
+    do {
+        next = old == 0 ? kSharedQueued : old - kSharedOne;
+    } while (!shared.compare_exchange_weak(old, next, std::memory_order_acq_rel));
+    if (old == 0)
+        enqueue(op);
+    else if (next == kSharedMerged)
+        die(op);
+}
+
+// Takes the queue entries `mine` accepts; merges them after the lock.
+template <class Mine>
+void merge_queue(Heap &heap, Mine mine) {
+    SharedHeap &shared = *heap.shared;
+    if (shared.queued.load(std::memory_order_relaxed) == 0) return;
+    std::vector<cgc_object *> taken;
+    {
+        std::lock_guard<std::mutex> guard(shared.queue_lock);
+        auto split = std::stable_partition(shared.queue.begin(), shared.queue.end(),
+                                           [&](cgc_object *op) { return !mine(op); });
+        taken.assign(split, shared.queue.end());
+        shared.queue.erase(split, shared.queue.end());
+        shared.queued.store(shared.queue.size(), std::memory_order_relaxed);
+    }
+    for (cgc_object *op : taken)
+        if (merge(op, -1) == 0) die(op);
+}
+
+// Registers the calling thread as an owner of objects in `heap`, with a tag.
+[[gnu::noinline]] void note_owner(Heap &heap) {
+    ThreadOwnership &ownership = t_ownership;
+    if (cgc_thread_count_tag == 0) {
+        static std::atomic<uint32_t> next_tag{1};
+        uint32_t tag = next_tag.fetch_add(1, std::memory_order_relaxed);
+        if (tag > kMaxThreadTag) {
+            std::fprintf(stderr, "cyclegc: more than %u threads used shared heaps\n", kMaxThreadTag);
+            std::abort();
+        }
+        cgc_thread_count_tag = static_cast<uint32_t>(kSharedWordBit >> 32) | tag;
+    }
+    ownership.last = &heap;
+    if (std::find(ownership.heaps.begin(), ownership.heaps.end(), heap.shared) != ownership.heaps.end()) return;
+    ownership.heaps.push_back(heap.shared);
+    SharedHeapRegistry &live = registry();
+    std::lock_guard<std::mutex> guard(live.lock);
+    live.heaps[heap.shared] = &heap;
+}
+
+// At the thread's exit: its queued objects merged, then every object it
+// still owns (found by a walk of the heap's pages, under the heap's state
+// lock), so that they die on whichever thread drops them last. Done attached
+// to the heap (a collection waits for it), the thread's attachment restored.
+void give_up_heap(Heap &heap) {
+    Heap *was = attached_heap();
+    attach_to(&heap);
+    merge_own_queue(heap);
+    std::vector<cgc_object *> dead;
+    {
+        StateLock guard(heap);
+        PageSpace::WalkGuard walking(heap.space);
+        for (Page *page : heap.space.pages()) {
+            for (uint32_t i = 0; i < page->bump; ++i) {
+                if (!(page->meta[i].flags & kAllocated)) continue;
+                cgc_object *op = page->object_at(i);
+                cgc_ssize_t word = load_word(op);
+                if (!is_shared_word(word) || !owned_here(word)) continue;
+                if (merge(op, 0) == 0) dead.push_back(op);
+            }
+        }
+    }
+    for (cgc_object *op : dead) die(op);
+    attach_to(was);
+}
+
+void give_up_ownership() {
+    ThreadOwnership &ownership = t_ownership;
+    for (SharedHeap *shared : ownership.heaps) {
+        Heap *heap = nullptr;
+        {
+            SharedHeapRegistry &live = registry();
+            std::lock_guard<std::mutex> guard(live.lock);
+            auto found = live.heaps.find(shared);
+            if (found != live.heaps.end()) heap = found->second;
+        }
+        if (heap) give_up_heap(*heap);
+    }
+    ownership.heaps.clear();
+    ownership.last = nullptr;
+}
+
+}  // namespace
+
+SharedHeap::SharedHeap() = default;
+
+SharedHeap::~SharedHeap() {
+    SharedHeapRegistry &live = registry();
+    std::lock_guard<std::mutex> guard(live.lock);
+    live.heaps.erase(this);
+}
+
+bool pages_carry_shared_counts(const Heap &heap) { return heap.is_shared(); }
+
+void init_shared_object(Heap &heap, cgc_object *op) {
+    if (t_ownership.last != &heap || cgc_thread_count_tag == 0) [[unlikely]]
+        note_owner(heap);
+    shared_count_of(op).store(0, std::memory_order_relaxed);
+    uint64_t local = static_cast<uint64_t>(op->ob_refcnt);
+    store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
+    if (heap.shared->queued.load(std::memory_order_relaxed) != 0) [[unlikely]]
+        merge_own_queue(heap);
+}
+
+void rebias_if_shared(cgc_object *op) {
+    cgc_ssize_t count = load_word(op);
+    if (count < 0 || !g_arena->contains(op) || !page_of(op)->heap->is_shared()) return;
+    shared_count_of(op).store(count * kSharedOne | kSharedMerged, std::memory_order_release);
+    store_word(op, static_cast<cgc_ssize_t>(kSharedWordBit));
+}
+
+void merge_own_queue(Heap &heap) {
+    merge_queue(heap, [](cgc_object *op) {
+        cgc_ssize_t word = load_word(op);
+        return owned_here(word) || word_tag(word) == 0;
+    });
+}
+
+void merge_all_queues(Heap &heap) {
+    merge_queue(heap, [](cgc_object *) { return true; });
+}
+
+void disown_for_clearing(std::vector<cgc_object *> &objects) {
+    for (cgc_object *op : objects) {
+        if (!op) continue;
+        cgc_ssize_t word = load_word(op);
+        if (is_shared_word(word) && word_tag(word) != 0) merge(op, 0);
+    }
+}
+
+bool try_incref(cgc_object *op) {
+    cgc_ssize_t word = load_word(op);
+    if (!is_shared_word(word)) {
+        if (word <= 0) return false;
+        op->ob_refcnt = word + 1;
+        return true;
+    }
+    if (owned_here(word)) {
+        store_word(op, word + 1);
+        return true;
+    }
+    // Merged with a count of 0: dying. (Unmerged with a shared count of 0:
+    // its owner's local count keeps it alive, and the owner's merge will
+    // see this increment.)
+    std::atomic<int64_t> &shared = shared_count_of(op);
+    int64_t old = shared.load(std::memory_order_relaxed);
+    do {
+        if (old == kSharedMerged) return false;
+    } while (!shared.compare_exchange_weak(old, old + kSharedOne, std::memory_order_acq_rel));
+    return true;
+}
+
+}  // namespace cyclegc::internal
+
+extern "C" {
+
+void cgc_incref_shared(cgc_object *op) {
+    cgc_ssize_t word = load_word(op);
+    if (!is_shared_word(word)) {
+        op->ob_refcnt = word + 1;  // (a count below zero: cgc_dealloc reports it)
+    } else if (owned_here(word)) {
+        store_word(op, word + 1);
+    } else {
+        shared_count_of(op).fetch_add(kSharedOne, std::memory_order_relaxed);
+    }
+}
+
+void cgc_decref_slow(cgc_object *op) {
+    cgc_ssize_t word = load_word(op);
+    if (!is_shared_word(word)) {
+        op->ob_refcnt = word - 1;
+        if (word <= 1) cgc_dealloc(op);
+        return;
+    }
+    if (!owned_here(word)) {
+        decref_shared_count(op);
+        return;
+    }
+    uint32_t local = word_local(word);
+    if (local > 1)
+        store_word(op, word - 1);
+    else
+        merge_zero_local(op);  // (an owned word's local count is never 0)
+}
+
+cgc_ssize_t cgc_refcount_shared(const cgc_object *op) {
+    cgc_ssize_t word = load_word(op);
+    if (!is_shared_word(word)) return word;
+    return static_cast<cgc_ssize_t>(word_local(word)) +
+           (shared_count_of(op).load(std::memory_order_acquire) >> 2);
+}
+
+void cgc_set_refcount_shared(cgc_object *op, cgc_ssize_t n) {
+    cgc_ssize_t word = load_word(op);
+    if (!is_shared_word(word)) {
+        op->ob_refcnt = n;
+        return;
+    }
+    if (n < 0 || n > cgc_ssize_t(UINT32_MAX)) {
+        report(CGC_ERR_MISUSE, "Py_SET_REFCNT: %td is not a reference count for object %p of type '%s' "
+               "of a shared heap; the count is unchanged", n, static_cast<void *>(op), type_name_of(op));
+        return;
+    }
+    std::atomic<int64_t> &shared = shared_count_of(op);
+    if (word_tag(word) == 0) {
+        shared.store(n * kSharedOne | kSharedMerged, std::memory_order_release);
+    } else {
+        shared.store(0, std::memory_order_relaxed);
+        store_word(op, static_cast<cgc_ssize_t>((static_cast<uint64_t>(word) & ~uint64_t(UINT32_MAX)) | uint64_t(n)));
+    }
+}
+
+}  // extern "C"

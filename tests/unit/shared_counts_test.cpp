@@ -1,0 +1,277 @@
+// Biased reference counting on a shared heap: counts exact and objects freed
+// exactly once whichever thread counts or drops the last reference, the
+// owner thread's exit, weak references racing the last release, objects of
+// non-GC types, and Py_REFCNT / Py_SET_REFCNT.
+#include <cyclegc/Python.h>
+#include <cyclegc/cyclegc.hpp>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace shared_counts_test {
+namespace {
+
+using cyclegc::make;
+using cyclegc::ref;
+using cyclegc::weak;
+
+constexpr int kIterations = 10'000'000;
+
+std::atomic<int> g_freed{0};
+
+void counting_dealloc(cgc_object *op) {
+    g_freed.fetch_add(1);
+    cgc_object_del(op);
+}
+int traverse_nothing(cgc_object *, cgc_visitproc, void *) { return 0; }
+void counting_gc_dealloc(cgc_object *op) {
+    g_freed.fetch_add(1);
+    cgc_gc_del(op);
+}
+
+cgc_type plain_type = [] {
+    cgc_type t{};
+    t.tp_name = "shared_counts_test.Plain";
+    t.tp_basicsize = sizeof(cgc_object);
+    t.tp_dealloc = counting_dealloc;
+    return t;
+}();
+
+cgc_type gc_type = [] {
+    cgc_type t{};
+    t.tp_name = "shared_counts_test.Gc";
+    t.tp_basicsize = sizeof(cgc_object);
+    t.tp_dealloc = counting_gc_dealloc;
+    t.tp_traverse = traverse_nothing;
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    return t;
+}();
+
+struct Counted : cyclegc::object {
+    static inline std::atomic<int> destroyed{0};
+    int value = 7;
+    ~Counted() {
+        EXPECT_EQ(value, 7);
+        value = 0;
+        destroyed.fetch_add(1);
+    }
+};
+
+class SharedCountsTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_EQ(cgc_type_ready(&plain_type), 0);
+        ASSERT_EQ(cgc_type_ready(&gc_type), 0);
+        heap_ = cgc_heap_new_shared();
+        ASSERT_NE(heap_, nullptr);
+        attach();
+        cgc_disable();  // (no collection while other threads run: not this part's subject)
+        g_freed = 0;
+        Counted::destroyed = 0;
+    }
+    void TearDown() override {
+        cgc_heap_set_current(nullptr);
+        cgc_heap_delete(heap_);
+    }
+    void attach() { cgc_heap_set_current(heap_); }
+
+    // Runs `body` on a thread attached to the shared heap.
+    template <class Body>
+    std::thread attached_thread(Body body) {
+        return std::thread([this, body = std::move(body)]() mutable {
+            attach();
+            body();
+            cgc_heap_set_current(nullptr);
+        });
+    }
+
+    cgc_heap *heap_ = nullptr;
+};
+
+// Both threads count the object up then down: a lost update on either
+// side leaves the count wrong (and the object freed early or never).
+void count_up_then_down(cgc_object *op, std::barrier<> &middle) {
+    for (int i = 0; i < kIterations; ++i) Py_INCREF(op);
+    middle.arrive_and_wait();
+    middle.arrive_and_wait();
+    for (int i = 0; i < kIterations; ++i) Py_DECREF(op);
+}
+
+TEST_F(SharedCountsTest, TwoThreadsCountOneObjectExactly) {
+    for (cgc_type *type : {&gc_type, &plain_type}) {
+        g_freed = 0;
+        cgc_object *op = type == &gc_type ? cgc_gc_new(type) : cgc_object_new(type);
+        ASSERT_NE(op, nullptr);
+        std::barrier middle(2);
+        std::thread other = attached_thread([&] { count_up_then_down(op, middle); });
+        for (int i = 0; i < kIterations; ++i) Py_INCREF(op);  // (the owner: its local count)
+        middle.arrive_and_wait();
+        EXPECT_EQ(Py_REFCNT(op), 1 + 2 * cgc_ssize_t(kIterations)) << type->tp_name;
+        middle.arrive_and_wait();
+        for (int i = 0; i < kIterations; ++i) Py_DECREF(op);
+        other.join();
+        EXPECT_EQ(Py_REFCNT(op), 1) << type->tp_name;
+        EXPECT_EQ(g_freed.load(), 0) << type->tp_name;
+        Py_DECREF(op);
+        EXPECT_EQ(g_freed.load(), 1) << type->tp_name;
+    }
+}
+
+TEST_F(SharedCountsTest, TwoThreadsCopyOneRefExactly) {
+    ref<Counted> object = make<Counted>();
+    std::barrier middle(2);
+    auto copy_and_release = [&] {
+        for (int i = 0; i < kIterations; ++i) {
+            ref<Counted> copy = object;
+            ref<Counted> again = copy;
+        }
+        std::vector<ref<Counted>> held(1000, object);
+        middle.arrive_and_wait();
+        middle.arrive_and_wait();
+    };
+    std::thread other = attached_thread(copy_and_release);
+    copy_and_release();
+    other.join();
+    EXPECT_EQ(object.use_count(), 1);
+    EXPECT_EQ(Counted::destroyed.load(), 0);
+    object.reset();
+    EXPECT_EQ(Counted::destroyed.load(), 1);
+}
+
+TEST_F(SharedCountsTest, UseCountIsExactWhileAnotherThreadHolds) {
+    ref<Counted> object = make<Counted>();
+    std::barrier middle(2);
+    std::thread other = attached_thread([&] {
+        std::vector<ref<Counted>> held(5, object);
+        middle.arrive_and_wait();
+        middle.arrive_and_wait();
+    });
+    ref<Counted> mine = object;
+    middle.arrive_and_wait();
+    EXPECT_EQ(object.use_count(), 7);
+    EXPECT_EQ(Py_REFCNT(object->as_cobject()), 7);
+    middle.arrive_and_wait();
+    other.join();
+    EXPECT_EQ(object.use_count(), 2);
+}
+
+// The other thread's reference is counted in the shared count; the owner
+// drops its own first (merging the object), so the last one goes on the
+// other thread, which frees the object, once.
+TEST_F(SharedCountsTest, TheLastReleaseOnAnotherThreadFreesOnce) {
+    ref<Counted> object = make<Counted>();
+    std::atomic<int> stage{0};
+    std::thread other = attached_thread([&] {
+        ref<Counted> mine = object;
+        stage = 1;
+        while (stage.load() != 2) std::this_thread::yield();
+        EXPECT_EQ(mine.use_count(), 1);
+        mine.reset();
+        EXPECT_EQ(Counted::destroyed.load(), 1);
+    });
+    while (stage.load() != 1) std::this_thread::yield();
+    object.reset();
+    EXPECT_EQ(Counted::destroyed.load(), 0);
+    stage = 2;
+    other.join();
+    EXPECT_EQ(Counted::destroyed.load(), 1);
+}
+
+// The other thread drops first, before the owner: the object waits in the
+// owner's queue, which the owner merges at its next allocation.
+TEST_F(SharedCountsTest, AReleaseOnAnotherThreadFirstIsMergedByTheOwner) {
+    ref<Counted> object = make<Counted>();
+    std::thread other = attached_thread([given = object]() mutable { given.reset(); });
+    other.join();
+    EXPECT_EQ(object.use_count(), 2);  // (the queue's reference counts)
+    object.reset();
+    EXPECT_EQ(Counted::destroyed.load(), 0);
+    ref<Counted> next = make<Counted>();       // merges the queue
+    EXPECT_EQ(Counted::destroyed.load(), 1);
+    next.reset();
+    EXPECT_EQ(Counted::destroyed.load(), 2);
+}
+
+// A thread that exits gives up its objects: they die on the thread that
+// drops them last, once, with their counts exact.
+TEST_F(SharedCountsTest, TheOwnerExitsWhileOthersHoldItsObjects) {
+    ref<Counted> kept;
+    cgc_object *plain = nullptr;
+    std::thread owner = attached_thread([&] {
+        kept = make<Counted>();
+        ref<Counted> extra = kept;
+        plain = cgc_object_new(&plain_type);
+        Py_INCREF(plain);
+        Py_DECREF(plain);
+        std::thread([&] { cgc_heap_set_current(heap_); ref<Counted> hop = kept; cgc_heap_set_current(nullptr); }).join();
+    });
+    owner.join();
+    EXPECT_EQ(kept.use_count(), 1);
+    EXPECT_EQ(Py_REFCNT(plain), 1);
+    ref<Counted> copy = kept;
+    EXPECT_EQ(kept.use_count(), 2);
+    copy.reset();
+    kept.reset();
+    EXPECT_EQ(Counted::destroyed.load(), 1);
+    Py_DECREF(plain);
+    EXPECT_EQ(g_freed.load(), 1);
+}
+
+// weak::lock() on one thread while the last strong reference goes on
+// another: either a live object or nothing, and one destruction.
+TEST_F(SharedCountsTest, WeakLockRacesTheLastRelease) {
+    constexpr int kRounds = 1000;
+    for (int round = 0; round < kRounds; ++round) {
+        ref<Counted> object = make<Counted>();
+        weak<Counted> watch(object);
+        std::atomic<int> stage{0};
+        std::thread other = attached_thread([&] {
+            ref<Counted> mine = object;  // (in the shared count)
+            stage = 1;
+            while (stage.load() != 2) std::this_thread::yield();
+            mine.reset();
+        });
+        while (stage.load() != 1) std::this_thread::yield();
+        object.reset();  // the owner's local count reaches 0: merged
+        stage = 2;
+        while (ref<Counted> locked = watch.lock()) EXPECT_EQ(locked->value, 7);
+        other.join();
+        EXPECT_EQ(Counted::destroyed.load(), round + 1);
+    }
+}
+
+TEST_F(SharedCountsTest, SetRefcntSetsTheWholeCount) {
+    cgc_object *op = cgc_gc_new(&gc_type);
+    std::thread([&] {
+        cgc_heap_set_current(heap_);
+        Py_INCREF(op);  // (in the shared count)
+        cgc_heap_set_current(nullptr);
+    }).join();
+    EXPECT_EQ(Py_REFCNT(op), 2);
+    Py_SET_REFCNT(op, 1);
+    EXPECT_EQ(Py_REFCNT(op), 1);
+    Py_DECREF(op);
+    EXPECT_EQ(g_freed.load(), 1);
+}
+
+TEST(ConfinedCountsTest, TheWordIsThePlainCount) {
+    ASSERT_EQ(cgc_type_ready(&gc_type), 0);
+    cgc_heap *heap = cgc_heap_new();
+    cgc_heap_set_current(heap);
+    cgc_object *op = cgc_gc_new(&gc_type);
+    Py_INCREF(op);
+    EXPECT_EQ(op->ob_refcnt, 2);
+    EXPECT_EQ(Py_REFCNT(op), 2);
+    Py_SET_REFCNT(op, 1);
+    EXPECT_EQ(op->ob_refcnt, 1);
+    Py_DECREF(op);
+    cgc_heap_set_current(nullptr);
+    cgc_heap_delete(heap);
+}
+
+}  // namespace
+}  // namespace shared_counts_test
