@@ -46,12 +46,20 @@ void time_to_stop(benchmark::State &state) {
     auto heap = cyclegc::heap::shared();
     auto scope = heap.use();
     std::atomic<bool> stop{false};
+    std::atomic<long> made{0};
     std::thread other([&] {
         auto attached = heap.use();
-        while (!stop.load(std::memory_order_relaxed)) benchmark::DoNotOptimize(cyclegc::make<Node>().get());
+        while (!stop.load(std::memory_order_relaxed)) {
+            benchmark::DoNotOptimize(cyclegc::make<Node>().get());
+            made.fetch_add(1, std::memory_order_relaxed);
+        }
     });
     cgc_reset_pause_stats();
-    for (auto _ : state) cgc_collect(0);
+    for (auto _ : state) {
+        // Each stop finds the other thread running, between two allocations.
+        for (long seen = made.load(); made.load() < seen + 100;) std::this_thread::yield();
+        cgc_collect(0);
+    }
     cgc_pause_stats stops{};
     cgc_get_stop_stats(&stops);
     stop = true;
