@@ -66,8 +66,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
         // Counting (and maybe collecting) before the allocation: the new
         // object never takes part in the collection it triggers.
         Heap &heap = current_heap();
-        note_gc_allocation(heap);
-        op = static_cast<cgc_object *>(allocate_slot(heap, static_cast<size_t>(size)));
+        op = static_cast<cgc_object *>(allocate_counted(heap, static_cast<size_t>(size)));
         if (!op) {
             report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
                    type_name(type));
@@ -113,13 +112,16 @@ namespace {
 
 [[gnu::noinline]] void *raw_alloc_slow(size_t size, size_t alignment) {
     Heap &heap = current_heap();
-    note_gc_allocation(heap);
     if (alignment > 16) {
+        note_gc_allocation(heap);
         report(CGC_ERR_VALUE, "cgc_gc_raw_alloc: alignment %zu is more than 16", alignment);
         return nullptr;
     }
-    if (refuse_if_too_large(size, "cgc_gc_raw_alloc", nullptr)) return nullptr;
-    void *memory = allocate_slot(heap, size);
+    if (refuse_if_too_large(size, "cgc_gc_raw_alloc", nullptr)) {
+        note_gc_allocation(heap);
+        return nullptr;
+    }
+    void *memory = allocate_counted(heap, size);
     if (!memory) report(CGC_ERR_MEMORY, "cgc_gc_raw_alloc: out of memory for %zu bytes", size);
     return memory;
 }
@@ -196,7 +198,20 @@ void note_gc_allocation(Heap &heap) {
     if (count_gc_allocation(heap)) collect_automatic(heap);
 }
 
-void *allocate_slot(Heap &heap, size_t size) {
+void *allocate_counted(Heap &heap, size_t size) {
+    if (!heap.shared) [[likely]] {
+        note_gc_allocation(heap);
+        return heap.space.allocate(heap, size);
+    }
+    // A shared heap's allocation: a safepoint, then the count and the slot
+    // under one hold of the state lock, unless a collection is due (it
+    // runs with the world stopped, so not under the lock).
+    safepoint(heap);
+    {
+        StateLock guard(heap);
+        if (!count_gc_allocation(heap)) return heap.space.allocate(heap, size);
+    }
+    collect_stopped(heap, 0, true);
     StateLock guard(heap);
     return heap.space.allocate(heap, size);
 }

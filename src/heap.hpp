@@ -614,7 +614,8 @@ void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t coll
 bool generation_due(const Heap &heap, int g);
 // Called when a GC object is allocated: counts it, may collect.
 void note_gc_allocation(Heap &heap);
-// A slot of `size` bytes from the heap's pages (null: out of memory).
-void *allocate_slot(Heap &heap, size_t size);
+// A slot of `size` bytes from the heap's pages, counted as an allocation
+// (note_gc_allocation) first (null: out of memory).
+void *allocate_counted(Heap &heap, size_t size);
 
 }  // namespace cyclegc::internal

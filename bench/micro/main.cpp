@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
     }
     argc = kept;
     cgcmicro::register_heap_benchmarks(config);
+    cgcmicro::register_shared_heap_benchmarks(config);
     benchmark::AddCustomContext("max_heap", std::to_string(config.max_heap));
     benchmark::AddCustomContext("old_heap", std::to_string(config.old_heap));
     benchmark::AddCustomContext("linked", CYCLEGC_BENCH_LINK_NOTE);

@@ -11,6 +11,7 @@ struct Config {
 };
 
 void register_heap_benchmarks(const Config &config);
+void register_shared_heap_benchmarks(const Config &config);
 // Frees the heaps kept between runs (call after the benchmarks ran).
 void release_cached_heaps();
 

@@ -171,6 +171,41 @@ TEST_F(SharedHeapTest, CollectionsFromEveryThreadWhileOthersAllocate) {
     expect_all_freed_once();
 }
 
+// Weak references made, read and cleared on several threads (the heap's
+// weak-reference table under its state lock); callbacks counted.
+std::atomic<long> g_callbacks{0};
+
+TEST_F(SharedHeapTest, WeakReferencesOnSeveralThreads) {
+    g_callbacks = 0;
+    std::atomic<long> expected_callbacks{0};
+    on_attached_threads(heap_, 3, [&](int index) {
+        for (int round = 0; round < 500; ++round) {
+            PyObject *head = new_pair();
+            PyObject *other = new_pair();
+            reinterpret_cast<Pair *>(head)->first = Py_NewRef(other);
+            reinterpret_cast<Pair *>(other)->first = Py_NewRef(head);
+            Py_DECREF(other);
+            PyObject *watch = cgc_weakref_new(head, [](cgc_object *, void *) { ++g_callbacks; }, nullptr);
+            PyObject *plain = cgc_weakref_new(other, nullptr, nullptr);
+            EXPECT_EQ(cgc_weakref_get(plain), other);
+            Py_DECREF(other);  // (the reference cgc_weakref_get returned)
+            Py_DECREF(head);   // the cycle is garbage now
+            if (round % 5 == index) cgc_collect(round % 3);
+            cgc_collect(0);
+            if (PyObject *alive = cgc_weakref_get(watch))
+                Py_DECREF(alive);  // (promoted by another thread's collection: left to the last)
+            else
+                ++expected_callbacks;
+            Py_DECREF(watch);
+            Py_DECREF(plain);
+        }
+    });
+    cgc_collect(2);
+    EXPECT_EQ(g_callbacks.load(), expected_callbacks.load());
+    EXPECT_GT(g_callbacks.load(), 0);
+    expect_all_freed_once();
+}
+
 TEST_F(SharedHeapTest, AutomaticCollectionsStartOnDifferentThreads) {
     cgc_set_threshold(0, 50);
     static std::mutex mutex;
