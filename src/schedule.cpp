@@ -53,19 +53,19 @@ bool promoted_mostly_dead(const Heap &heap, uint64_t examined, uint64_t collecte
 // Generation 0's and 1's collections' rules, without a pause budget.
 void adapt_to_findings(Heap &heap, int generation, uint64_t examined, uint64_t collected) {
     int &shift = heap.shift[generation];
-    int &floor = heap.young_shift_floor;
+    int &learnt = heap.young_shift_floor;
     if (generation == 1 && promoted_mostly_dead(heap, examined, collected)) {
         if (heap.shift[0] < kMaxLearntShift)
-            floor = heap.shift[0] = std::min(heap.shift[0] + kLearntStep, kMaxLearntShift);
+            learnt = heap.shift[0] = std::min(heap.shift[0] + kLearntStep, kMaxLearntShift);
         else
             shift = std::max(shift - 1, 0);
         return;
     }
-    if (generation == 1) floor = std::max(floor - 1, 0);
+    if (generation == 1) learnt = std::max(learnt - 1, 0);
     if (collected * 16 < examined)  // under 1 in 16 was garbage: fruitless
-        shift = std::min(shift + 1, std::max(kMaxShift[generation], generation == 0 ? floor : 0));
+        shift = std::min(shift + 1, std::max(kMaxShift[generation], generation == 0 ? learnt : 0));
     else if (collected * 4 >= examined)  // 1 in 4 or more: productive
-        shift = std::max(shift - 1, generation == 0 ? floor : 0);
+        shift = std::max(shift - 1, generation == 0 ? learnt : 0);
 }
 
 }  // namespace
