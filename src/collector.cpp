@@ -188,12 +188,6 @@ class CandidateTest {
     const uint64_t *pages_;
 };
 
-// Passes over a set of at least kPrefetchFrom objects (larger than the L2
-// cache with their GcMetas: the adaptive schedule lets generation 0 grow to
-// 179,200) prefetch each object and its GcMeta kPrefetchAhead places ahead.
-constexpr size_t kPrefetchFrom = 4096;
-constexpr size_t kPrefetchAhead = 16;
-
 // The candidates of a young collection: the young arrays. Their GcMeta
 // addresses are worked out once, by the first of the four passes that use
 // them, and kept for the others.
@@ -234,39 +228,22 @@ class YoungCandidates {
     YoungCandidates(const YoungCandidates &) = delete;
     YoungCandidates &operator=(const YoungCandidates &) = delete;
 
-    // (Prefetching for a large set: kPrefetchFrom.)
     template <typename F>
     void for_each(F f) {
-        if (list_.size() >= kPrefetchFrom)
-            for_each_from<kPrefetchAhead>(f);
-        else
-            for_each_from<0>(f);
-    }
-
-  private:
-    template <size_t Ahead, typename F>
-    void for_each_from(F f) {
         size_t n = list_.size();
         if (metas_.size() == n) {
-            for (size_t i = 0; i < n; ++i) {
-                if (Ahead && i + Ahead < n) {
-                    __builtin_prefetch(list_[i + Ahead], 1);
-                    __builtin_prefetch(metas_[i + Ahead], 1);
-                }
-                f(list_[i], *metas_[i]);
-            }
+            for (size_t i = 0; i < n; ++i) f(list_[i], *metas_[i]);
             return;
         }
         // The first pass (or each one, without room for them).
-        for (size_t i = 0; i < n; ++i) {
-            if (Ahead && i + Ahead < n) __builtin_prefetch(list_[i + Ahead], 1);
-            cgc_object *op = list_[i];
+        for (cgc_object *op : list_) {
             GcMeta *meta = &meta_of(op);
             if (caching_) metas_.push_back(meta);  // (into the room reserved)
             f(op, *meta);
         }
     }
 
+  private:
     // The unlisted objects of the generations collected join the candidates:
     // a walk over the pages, which costs little more than the young objects
     // themselves (they went unlisted only while they were at least half of
@@ -900,15 +877,7 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     cgc_ssize_t not_freed = 0;
     // (Entries may be emptied meanwhile, never added: nothing is swept.)
     auto &unreachable = heap.unreachable;
-    // (A large set's objects and GcMetas prefetched a few entries ahead.)
-    size_t ahead = unreachable.size() >= kPrefetchFrom ? 8 : 0;
     for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
-        if (ahead && i + ahead < n) {
-            if (cgc_object *next = unreachable[i + ahead]) {
-                __builtin_prefetch(next, 1);
-                __builtin_prefetch(&meta_of(next), 1);
-            }
-        }
         cgc_object *op = unreachable[i];
         if (!op) continue;
         if (op->ob_refcnt <= 0) [[unlikely]] {
