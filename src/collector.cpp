@@ -1040,6 +1040,7 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     } else if (oldest) {
         found = find_unreachable_full(heap);
     } else {
+        if (generation == 1) heap.promoted_examined = heap.young_count(1);  // (adapt_schedule)
         YoungCandidates candidates(heap, generation);
         found = find_unreachable(heap, candidates, older);
     }

@@ -94,14 +94,23 @@ void keep_with_one_reference(cgc_object *op) {
 }
 
 // release_cxx() of a tracked object that is not the newest young one (or
-// of any tracked object while a collection analyses the graph).
+// of any tracked object while a collection analyses the graph). A member of
+// the cycle being cleared (most of a collection's deaths) goes as
+// release_cxx_slow would take it, without its tests, which release_cxx
+// made already (not held, no weak references).
 [[gnu::noinline]] void release_cxx_untracking(cgc_object *op, GcMeta &meta, cgc_destructor destroy_and_free) {
     Heap &heap = heap_of(op);
-    if (heap.phase != Phase::idle) {
+    Phase phase = heap.phase;
+    bool cleared_member = phase == Phase::clearing && (meta.flags & kCollecting);
+    if (phase != Phase::idle && !cleared_member) {
         release_cxx_slow(op, destroy_and_free);
         return;
     }
     untrack_not_newest(heap, meta, op);
+    if (cleared_member) {
+        // Its destructor sees its traced references cleared (docs/cpp.md).
+        if (cgc_inquiry clear = op->ob_type->tp_clear) clear(op);
+    }
     destroy_and_free(op);
 }
 

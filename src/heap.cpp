@@ -368,7 +368,7 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
     StateLock guard(heap);
     // The user's thresholds are honoured exactly, as CPython's.
     heap.adaptive = false;
-    heap.shift[0] = heap.shift[1] = 0;
+    heap.shift[0] = heap.shift[1] = heap.young_shift_floor = 0;
     heap.set_threshold(generation, threshold);
 }
 

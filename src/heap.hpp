@@ -163,6 +163,12 @@ struct Heap {
     // requested one times 2^shift[g], raised after its collections find little.
     bool adaptive = true;
     int shift[2] = {0, 0};
+    // Generation 0's shift raised by collections of generation 1 that found
+    // most of what it promoted dead: its own collections keep it at least
+    // there. The generation-1 objects the last collection of generation 1
+    // examined (besides generation 0's), set as it starts.
+    int young_shift_floor = 0;
+    size_t promoted_examined = 0;
     Phase phase = Phase::idle;
     // A tp_traverse reported an exception (cgc_report_unraisable) during the
     // running analysis: it may have been cut short, so nothing is freed.

@@ -13,6 +13,14 @@
 // collections of generation 0, so its span in allocations is the product).
 // gc.get_threshold() still reports the requested values. An explicit
 // set_threshold turns this off (heap.cpp): CPython's behaviour, exactly.
+// A collection of generation 1 that finds most of the objects generation 0
+// promoted dead (medium-lived objects: they outlived generation 0's
+// threshold, then died) says that examining them in generation 0 was
+// wasted: it raises generation 0's threshold instead (up to 256 x 700),
+// so that the next ones die before their first examination, and generation
+// 0's own collections keep it there. Generation 1's span in allocations
+// stays within 64 x 700 x 40 all the same: its threshold in collections of
+// generation 0 shrinks as generation 0's grows past 64 x 700.
 // With a pause budget, a threshold grows only while its generation's
 // collections take less than half the budget.
 #include "heap.hpp"
@@ -22,10 +30,43 @@
 namespace cyclegc::internal {
 namespace {
 
-// Generation 0: up to 64 x 700 allocations; generation 1: up to 4 x 10
-// collections of generation 0 (about 1.8M allocations at most between
-// two collections of generation 1).
+// Generation 0: up to 64 x 700 allocations on its own collections'
+// findings, up to 256 x 700 on generation 1's; generation 1: up to 4 x 10
+// collections of generation 0 (about 1.8M allocations at most between two
+// collections of generation 1, whatever generation 0's threshold).
 constexpr int kMaxShift[2] = {6, 2};
+constexpr int kMaxLearntShift = 8;
+constexpr int kLearntStep = 2;  // (generation 1's collections are rare: learn fast)
+constexpr int kMaxSpanShift = kMaxShift[0] + kMaxShift[1];
+
+// Whether a collection of generation 1 freed 3 in 4 or more of the objects
+// generation 0 had promoted (the candidates besides generation 0's), and
+// those were a quarter of its candidates or more: a couple of survivors
+// dying does not count.
+bool promoted_mostly_dead(const Heap &heap, uint64_t examined, uint64_t collected) {
+    uint64_t promoted = heap.promoted_examined;
+    if (promoted * 4 < examined || promoted > examined) return false;
+    uint64_t young = examined - promoted;  // (at most all of them were freed)
+    return collected > young && (collected - young) * 4 >= promoted * 3;
+}
+
+// Generation 0's and 1's collections' rules, without a pause budget.
+void adapt_to_findings(Heap &heap, int generation, uint64_t examined, uint64_t collected) {
+    int &shift = heap.shift[generation];
+    int &learnt = heap.young_shift_floor;
+    if (generation == 1 && promoted_mostly_dead(heap, examined, collected)) {
+        if (heap.shift[0] < kMaxLearntShift)
+            learnt = heap.shift[0] = std::min(heap.shift[0] + kLearntStep, kMaxLearntShift);
+        else
+            shift = std::max(shift - 1, 0);
+        return;
+    }
+    if (generation == 1) learnt = std::max(learnt - 1, 0);
+    if (collected * 16 < examined)  // under 1 in 16 was garbage: fruitless
+        shift = std::min(shift + 1, std::max(kMaxShift[generation], generation == 0 ? learnt : 0));
+    else if (collected * 4 >= examined)  // 1 in 4 or more: productive
+        shift = std::max(shift - 1, generation == 0 ? learnt : 0);
+}
 
 }  // namespace
 
@@ -37,10 +78,11 @@ void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t coll
         // With a pause budget, a young collection stays within half of it:
         // a longer one halves its generation's threshold, whatever it found.
         if (ns > budget) shift = std::max(shift - 1, 0);
-    } else if (collected * 16 < examined)  // under 1 in 16 was garbage: fruitless
-        shift = std::min(shift + 1, kMaxShift[generation]);
-    else if (collected * 4 >= examined)  // 1 in 4 or more: productive
-        shift = std::max(shift - 1, 0);
+        heap.young_shift_floor = std::min(heap.young_shift_floor, heap.shift[0]);
+    } else {
+        adapt_to_findings(heap, generation, examined, collected);
+    }
+    heap.shift[1] = std::min(heap.shift[1], kMaxSpanShift - heap.shift[0]);
     heap.apply_young_threshold();
 }
 

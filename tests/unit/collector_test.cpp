@@ -508,6 +508,38 @@ TEST_F(CollectorTest, DefaultScheduleComesBackDownWhenCollectionsFindGarbage) {
     for (Node *node : live) cgc_decref(obj(node));
 }
 
+// Cycles that outlive generation 0's threshold and die soon after are what
+// generation 1's collections free: the schedule learns it and raises
+// generation 0's threshold, so that most die before their first
+// examination. (Doubling and halving on each generation's findings alone
+// examined each object about twice: once young, again in generation 1.)
+TEST_F(CollectorTest, DefaultScheduleExaminesMediumLivedCyclesAboutOnce) {
+    if (cgc_get_pause_budget() != 0)
+        GTEST_SKIP() << "with a pause budget, thresholds grow only while collections take under half of it";
+    cgc_enable();
+    constexpr int kKept = 10'000;  // pairs: each lives 20,000 allocations
+    constexpr int kPairs = 1'500'000;
+    std::vector<Node *> ring(kKept, nullptr);
+    auto examined = [] { return stats_of(0).examined + stats_of(1).examined + stats_of(2).examined; };
+    uint64_t before = 0;
+    for (int i = 0; i < kPairs; ++i) {
+        if (i == kPairs / 2) before = examined();  // (the second half: the schedule has learnt)
+        Node *a = new_node();
+        Node *b = new_node();
+        link_next(a, b);
+        link_next(b, a);
+        cgc_decref(obj(b));
+        Node *&slot = ring[static_cast<size_t>(i % kKept)];
+        if (slot) cgc_decref(obj(slot));
+        slot = a;
+    }
+    double per_object = double(examined() - before) / double(kPairs);  // (kPairs / 2 pairs)
+    EXPECT_LT(per_object, 1.5);
+    EXPECT_GT(stats_of(1).collected, 0u);
+    cgc_disable();
+    for (Node *node : ring) cgc_decref(obj(node));
+}
+
 // gc.disable() stops automatic collections, not the count (CPython's
 // get_count() keeps growing past the threshold); enabling them again makes
 // the next allocation collect. The count is kept on the allocation fast
