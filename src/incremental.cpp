@@ -40,7 +40,7 @@ constexpr uint64_t kWorkPerAllocation = 64;
 // While a cycle runs, an automatic slice runs at least every this many
 // allocations (between young collections, whose interval the adaptive
 // schedule may stretch to 64 x 700): each slice then has a small least work.
-constexpr cgc_ssize_t kSliceInterval = 2048;
+constexpr cgc_ssize_t kSliceInterval = 512;
 
 constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 
@@ -243,6 +243,18 @@ bool analyse(Heap &heap, Slice &slice) {
     }
 }
 
+// Whether generation 1 is to be collected before it is due (under the
+// adaptive schedule): the objects it holds already cost a quarter of the
+// budget to examine (at the cost per object its collections have had), so
+// that its collection, with generation 0's (which the schedule keeps under
+// half), fits in the budget.
+bool middle_outgrows_budget(const Heap &heap) {
+    const cgc_generation_stats &middle = heap.generations[1].stats;
+    if (!heap.adaptive || middle.examined == 0) return false;  // (explicit thresholds are kept)
+    double ns_per_object = static_cast<double>(middle.total_ns) / static_cast<double>(middle.examined);
+    return static_cast<double>(heap.young_count(1)) * ns_per_object > static_cast<double>(heap.incremental.budget_ns / 4);
+}
+
 uint64_t elapsed_ns(const Heap &heap, uint64_t since) { return pause_clock_ns(heap.pause_clock_thread_cpu) - since; }
 
 }  // namespace
@@ -328,7 +340,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // The young collection due, as collect_automatic would run it.
     heap.apply_young_threshold();
     if (young.count > young.threshold) {
-        int g = generation_due(heap, 1) ? 1 : 0;
+        int g = generation_due(heap, 1) || middle_outgrows_budget(heap) ? 1 : 0;
         cgc_generation_stats before = heap.generations[g].stats;
         found = collect(heap, g);
         const cgc_generation_stats &after = heap.generations[g].stats;
@@ -341,7 +353,10 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
         begin_cycle(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
-        uint64_t left = cycle.budget_ns > spent ? cycle.budget_ns - spent : 1;
+        // (Aimed at half the budget: a slice's work varies with the cache
+        // and the graph, and its clock is read every few hundred units.)
+        uint64_t aim = cycle.budget_ns / 2;
+        uint64_t left = aim > spent ? aim - spent : 1;
         run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation);
     }
     cycle.count_at_slice = young.count;
