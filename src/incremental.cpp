@@ -243,18 +243,6 @@ bool analyse(Heap &heap, Slice &slice) {
     }
 }
 
-// Whether generation 1 is to be collected before it is due (under the
-// adaptive schedule): the objects it holds already cost a quarter of the
-// budget to examine (at the cost per object its collections have had), so
-// that its collection, with generation 0's (which the schedule keeps under
-// half), fits in the budget.
-bool middle_outgrows_budget(const Heap &heap) {
-    const cgc_generation_stats &middle = heap.generations[1].stats;
-    if (!heap.adaptive || middle.examined == 0) return false;  // (explicit thresholds are kept)
-    double ns_per_object = static_cast<double>(middle.total_ns) / static_cast<double>(middle.examined);
-    return static_cast<double>(heap.young_count(1)) * ns_per_object > static_cast<double>(heap.incremental.budget_ns / 4);
-}
-
 uint64_t elapsed_ns(const Heap &heap, uint64_t since) { return pause_clock_ns(heap.pause_clock_thread_cpu) - since; }
 
 }  // namespace
@@ -340,7 +328,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // The young collection due, as collect_automatic would run it.
     heap.apply_young_threshold();
     if (young.count > young.threshold) {
-        int g = generation_due(heap, 1) || middle_outgrows_budget(heap) ? 1 : 0;
+        int g = generation_due(heap, 1) ? 1 : 0;
         cgc_generation_stats before = heap.generations[g].stats;
         found = collect(heap, g);
         const cgc_generation_stats &after = heap.generations[g].stats;
