@@ -866,6 +866,24 @@ void report_survivors(int older, cgc_ssize_t count, cgc_object *first, bool save
            count, static_cast<void *>(first), type_name_of(first), older);
 }
 
+// Step 4 on one unreachable object (or the garbage list, under
+// DEBUG_SAVEALL); false if its tp_dealloc ran already (forget_undead).
+bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
+    if (op->ob_refcnt <= 0) [[unlikely]] {
+        forget_undead(heap, op);
+        return false;
+    }
+    if (save_all) {
+        save_as_garbage(heap, op);
+    } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
+        call_holding(op, "tp_clear", [&] {
+            clear(op);
+            if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
+        });
+    }
+    return true;
+}
+
 // Step 4. Returns how many of the unreachable objects were not freed: they
 // survived the clears, or their tp_dealloc left them (forget_undead). (One
 // that user code untracks meanwhile leaves the set as a freed one does, and
@@ -879,18 +897,7 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     auto &unreachable = heap.unreachable;
     for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
         cgc_object *op = unreachable[i];
-        if (!op) continue;
-        if (op->ob_refcnt <= 0) [[unlikely]] {
-            forget_undead(heap, op);
-            ++not_freed;
-        } else if (save_all) {
-            save_as_garbage(heap, op);
-        } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-            call_holding(op, "tp_clear", [&] {
-                clear(op);
-                if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
-            });
-        }
+        if (op && !clear_one(heap, op, save_all)) ++not_freed;
     }
     // What is still here survived the clears (an object cleared early may
     // have been freed by a later clear: counted only now).
@@ -1154,15 +1161,7 @@ bool clear_some(Heap &heap, ClearClock &clock) {
             if (clock.spent(1, 1024)) return false;
             continue;
         }
-        if (op->ob_refcnt <= 0) [[unlikely]] {
-            forget_undead(heap, op);
-            --cycle.pending.collected;
-        } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-            call_holding(op, "tp_clear", [&] {
-                clear(op);
-                if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
-            });
-        }
+        if (!clear_one(heap, op, false)) --cycle.pending.collected;
         if (clock.spent(64, 1024)) return false;
     }
     return true;
