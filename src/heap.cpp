@@ -2,6 +2,7 @@
 // collector's settings (enable, thresholds, statistics).
 #include "arena.hpp"
 #include "heap.hpp"
+#include "shared_heap.hpp"
 
 #include "diagnostics/leak_report.hpp"
 
@@ -37,6 +38,8 @@ Heap::Heap() {
             for (ObjectArray &young_array : young) young_array.set_first_capacity(young_list_cap);
     }
 }
+
+Heap::~Heap() { delete shared; }
 
 namespace {
 
@@ -79,6 +82,7 @@ uint64_t thread_id() {
 }
 
 void claim(Heap &heap) {
+    if (heap.is_shared()) return;  // (any attached thread may use it)
     heap.owner = thread_id();
     heap.owner_tid = static_cast<long>(gettid());
 }
@@ -266,6 +270,21 @@ void cgc_heap_delete(cgc_heap *handle) {
         return;
     }
     delete heap;
+}
+
+cgc_heap *cgc_heap_new_shared(void) {
+    Heap *heap = new (std::nothrow) Heap();
+    if (!heap) return nullptr;
+    heap->shared = new (std::nothrow) SharedHeap();
+    if (!heap->shared) {
+        delete heap;
+        return nullptr;
+    }
+    return reinterpret_cast<cgc_heap *>(heap);
+}
+
+int cgc_heap_is_shared(cgc_heap *handle) {
+    return handle && reinterpret_cast<Heap *>(handle)->is_shared() ? 1 : 0;
 }
 
 cgc_heap *cgc_heap_current(void) { return reinterpret_cast<cgc_heap *>(&current_heap()); }

@@ -36,6 +36,7 @@ enum class Phase {
 };
 
 struct WeakRef;  // weakref.cpp
+struct SharedHeap;  // shared_heap.hpp
 
 // The diagnostics' per-heap state (growth baselines, leak report settings:
 // src/diagnostics/state.hpp), made on first use.
@@ -209,8 +210,13 @@ struct Heap {
     // for messages.
     uint64_t owner = 0;
     long owner_tid = 0;
+    // A shared heap's threads and counts (shared_heap.hpp); null for a heap
+    // confined to one thread. A shared heap has no owner (owner stays 0).
+    SharedHeap *shared = nullptr;
 
     Heap();
+    ~Heap();
+    bool is_shared() const { return shared != nullptr; }
     bool collecting() const { return phase != Phase::idle; }
     // The length up to which a young array grows before its objects may go
     // unlisted, and the storage generation 0's array keeps from one

@@ -20,8 +20,10 @@
  * nothing is recorded the same way and the operation refused. The comments
  * below say "Errors:" for what each function records.
  *
- * Threading: a heap (cgc_heap) is confined to one thread, the one that made
- * it current last. A thread that never chooses a heap gets one on first use:
+ * Threading: a heap made by cgc_heap_new_shared is shared: every thread
+ * attached to it (cgc_heap_set_current) may use its objects; see "Shared
+ * heaps" below. Any other heap (cgc_heap) is confined to one thread, the one
+ * that made it current last. A thread that never chooses a heap gets one on first use:
  * the first such thread the process's default heap, every other a heap of
  * its own (finalized at the thread's exit, and deleted unless objects in it
  * outlive the thread). An object may only be used by its heap's thread; a
@@ -274,11 +276,27 @@ CGC_API cgc_heap *cgc_heap_new(void);
  * a heap that still has live GC objects after the collections (its state
  * is kept, leaked, so that they stay valid). */
 CGC_API void cgc_heap_delete(cgc_heap *heap);
+/* A new, empty shared heap: any thread attached to it (made it current with
+ * cgc_heap_set_current) may reference, release, track, untrack and collect
+ * its objects. See "Shared heaps" below. Returns NULL if out of memory. */
+CGC_API cgc_heap *cgc_heap_new_shared(void);
+/* 1 if `heap` was made by cgc_heap_new_shared, else 0 (NULL: 0). */
+CGC_API int cgc_heap_is_shared(cgc_heap *heap);
 /* The calling thread's current heap (its own heap unless set: see Threading). */
 CGC_API cgc_heap *cgc_heap_current(void);
 /* Sets the calling thread's current heap, which the thread then owns (NULL:
  * the thread's own heap, see Threading above). */
 CGC_API void cgc_heap_set_current(cgc_heap *heap);
+
+/* ---- Shared heaps ---------------------------------------------------- */
+
+/* Py_BEGIN_ALLOW_THREADS / Py_END_ALLOW_THREADS: a thread attached to a
+ * shared heap detaches before a call that may block (I/O, a lock, a join),
+ * so that a collection need not wait for it, and attaches again after. A
+ * detached thread must not touch the heap's objects. On a confined heap,
+ * or a thread attached to no shared heap, both do nothing. */
+CGC_API void cgc_thread_detach(void);
+CGC_API void cgc_thread_attach(void);
 
 /* ---- Reference counting ---------------------------------------------- */
 

@@ -352,6 +352,29 @@ TEST_F(HeapTest, ThreadsReadyAStaticTypeTogether) {
 // A heap is confined to the thread that made it current: another thread's
 // track, untrack or free of its objects is refused and reported, naming the
 // function, the type and both threads.
+TEST_F(HeapTest, ASharedHeapIsSharedAndBelongsToNoThread) {
+    cgc_heap *shared = cgc_heap_new_shared();
+    ASSERT_NE(shared, nullptr);
+    EXPECT_EQ(cgc_heap_is_shared(shared), 1);
+    EXPECT_EQ(cgc_heap_is_shared(default_heap_), 0);
+    EXPECT_EQ(cgc_heap_is_shared(nullptr), 0);
+    cgc_heap_set_current(shared);
+    cgc_set_error_hook(&HeapTest::capture, this);
+    heaps_.push_back(shared);
+    Node *node = new_node(1);  // tracked, in the shared heap
+    cgc_heap_set_current(nullptr);
+    std::thread other([&] {
+        cgc_heap_set_current(shared);
+        cgc_gc_untrack(node);  // another thread may: no misuse report
+        cgc_heap_set_current(nullptr);
+    });
+    other.join();
+    EXPECT_EQ(generation_of(node), -1);
+    cgc_heap_set_current(shared);
+    cgc_decref(obj(node));
+    cgc_heap_set_current(nullptr);
+}
+
 TEST_F(HeapTest, ObjectsOfAnotherThreadsHeapAreRefused) {
     Node *node = new_node(1);        // tracked, in this thread's heap
     Node *loose = new_node(&node_type, 2, false);  // not tracked
