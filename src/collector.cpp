@@ -867,6 +867,24 @@ void report_survivors(int older, cgc_ssize_t count, cgc_object *first, bool save
            count, static_cast<void *>(first), type_name_of(first), older);
 }
 
+// Step 4 on one unreachable object (or the garbage list, under
+// DEBUG_SAVEALL); false if its tp_dealloc ran already (forget_undead).
+bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
+    if (cgc_refcount(op) <= 0) [[unlikely]] {
+        forget_undead(heap, op);
+        return false;
+    }
+    if (save_all) {
+        save_as_garbage(heap, op);
+    } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
+        call_holding(op, "tp_clear", [&] {
+            clear(op);
+            if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
+        });
+    }
+    return true;
+}
+
 // Step 4. Returns how many of the unreachable objects were not freed: they
 // survived the clears, or their tp_dealloc left them (forget_undead). (One
 // that user code untracks meanwhile leaves the set as a freed one does, and
@@ -880,18 +898,7 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     auto &unreachable = heap.unreachable;
     for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
         cgc_object *op = unreachable[i];
-        if (!op) continue;
-        if (cgc_refcount(op) <= 0) [[unlikely]] {
-            forget_undead(heap, op);
-            ++not_freed;
-        } else if (save_all) {
-            save_as_garbage(heap, op);
-        } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-            call_holding(op, "tp_clear", [&] {
-                clear(op);
-                if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
-            });
-        }
+        if (op && !clear_one(heap, op, save_all)) ++not_freed;
     }
     // What is still here survived the clears (an object cleared early may
     // have been freed by a later clear: counted only now).
@@ -1015,7 +1022,28 @@ struct Outcome {
     cgc_ssize_t candidates = 0;
     cgc_ssize_t collected = 0;
     cgc_ssize_t uncollectable = 0;
+    bool clearing_later = false;  // an incremental cycle's garbage, handed to its clear step
 };
+
+// The incremental cycle's final step, its garbage proven, finalized and its
+// weak references cleared: the clear step's slices clear it (tp_clear, then
+// the survivors' pass) instead of this pause. Nothing outside the set
+// refers to it, so the program cannot see it meanwhile; unmarked as the
+// collection's set, no other collection takes it for a candidate.
+void hand_over_garbage(Heap &heap) {
+    IncrementalCycle &cycle = heap.incremental;
+    for (cgc_object *op : heap.unreachable) {
+        if (!op) continue;
+        GcMeta &meta = meta_of(op);  // (its word stays its index)
+        meta.flags = static_cast<uint8_t>(meta.flags & ~(kCollecting | kReachable));
+        meta.schedule = kIncrListed | kIncrClearing;
+    }
+    cycle.to_clear.clear();
+    cycle.to_clear.swap(heap.unreachable);
+    cycle.clear_cursor = 0;
+    cycle.survivor_cursor = 0;
+    cycle.step = IncrementalStep::clear;
+}
 
 // Steps 1 to 4 on generation `generation` and the younger ones (or on the
 // incremental cycle's gathered set).
@@ -1061,13 +1089,123 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     if (user_code_ran) keep_resurrected(heap, older);  // step 3
     // Step 4.
     clear_weakrefs_silently(heap, heap.unreachable);
-    outcome.collected = weakrefs_freed + static_cast<cgc_ssize_t>(std::count_if(
-                                             heap.unreachable.begin(), heap.unreachable.end(),
-                                             [](cgc_object *op) { return op; }));
+    auto garbage = static_cast<cgc_ssize_t>(std::count_if(heap.unreachable.begin(), heap.unreachable.end(),
+                                                          [](cgc_object *op) { return op; }));
+    outcome.collected = weakrefs_freed + garbage;
+    // (Legacy finalizers and DEBUG_SAVEALL keep the whole of step 4 here.)
+    bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
+    if (incremental_final && garbage > 0 && heap.uncollectable.empty() && !save_all) {
+        hand_over_garbage(heap);
+        outcome.clearing_later = true;
+        return outcome;
+    }
     outcome.collected -= clear_garbage(heap, older);  // (only what was freed counts)
     outcome.uncollectable = keep_uncollectable(heap, older);
     release_large_scratch(heap);
     return outcome;
+}
+
+// The end of a collection: statistics, the "stop" callbacks, the checks
+// after it. (An incremental cycle's final step: when its clear step ends.)
+void report_collection(Heap &heap, int generation, const Outcome &outcome, uint64_t ns, bool incremental) {
+    if (heap.debug_flags & CGC_DEBUG_STATS) log_done(heap, outcome.collected, outcome.uncollectable, ns);
+    cgc_generation_stats &stats = heap.generations[generation].stats;
+    stats.collections++;
+    stats.collected += static_cast<uint64_t>(outcome.collected);
+    stats.uncollectable += static_cast<uint64_t>(outcome.uncollectable);
+    stats.examined += static_cast<uint64_t>(outcome.candidates);
+    if (!incremental) {  // (an incremental cycle's slices add their own)
+        stats.total_ns += ns;
+        stats.max_pause_ns = std::max(stats.max_pause_ns, ns);
+    }
+    cgc_collection_info info{};
+    info.generation = generation;
+    info.collected = outcome.collected;
+    info.uncollectable = outcome.uncollectable;
+    info.candidates = outcome.candidates;
+    info.duration_ns = ns;
+    invoke_callbacks(heap, "stop", info);
+    heap.phase = Phase::idle;
+    if (generation == CGC_NUM_GENERATIONS - 1 && heap.diagnostics.state)
+        diag::check_after_full_collection(heap);  // (if switched on)
+#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 2
+    validate_heap(heap, "after a collection");
+#endif
+}
+
+// ---- The incremental cycle's clear step ------------------------------------
+//
+// Step 4 of its final step, in slices: the same two passes as clear_garbage
+// over the cycle's to-clear list, each entry nulled when its object is
+// untracked (forget_listed), with the clock read every few entries.
+
+struct ClearClock {
+    bool thread_cpu;
+    uint64_t deadline;  // (0: no deadline)
+    uint64_t least;     // entries visited before the clock may stop the slice
+    uint64_t visited = 0;
+
+    // Counted `cost` more entries; true once the slice is over.
+    bool spent(uint64_t cost, uint64_t every) {
+        uint64_t before = visited;
+        visited += cost;
+        if (deadline == 0 || visited < least || before / every == visited / every) return false;
+        return pause_clock_ns(thread_cpu) >= deadline;
+    }
+};
+
+// The clear pass (clear_garbage's first); true when it reached the end.
+bool clear_some(Heap &heap, ClearClock &clock) {
+    IncrementalCycle &cycle = heap.incremental;
+    std::vector<cgc_object *> &to_clear = cycle.to_clear;  // (never added to meanwhile)
+    while (cycle.clear_cursor < to_clear.size()) {
+        cgc_object *op = to_clear[cycle.clear_cursor++];
+        if (!op) {
+            if (clock.spent(1, 1024)) return false;
+            continue;
+        }
+        if (!clear_one(heap, op, false)) --cycle.pending.collected;
+        if (clock.spent(64, 1024)) return false;
+    }
+    return true;
+}
+
+// The survivors' pass (clear_garbage's second): what is still listed was
+// not freed by the clears and goes back to generation 2, reported.
+bool keep_some_survivors(Heap &heap, ClearClock &clock) {
+    IncrementalCycle &cycle = heap.incremental;
+    std::vector<cgc_object *> &to_clear = cycle.to_clear;
+    cgc_ssize_t survivors = 0;
+    cgc_object *first = nullptr;
+    bool done = true;
+    while (cycle.survivor_cursor < to_clear.size()) {
+        if (clock.spent(1, 1024)) {
+            done = false;
+            break;
+        }
+        cgc_object *&op = to_clear[cycle.survivor_cursor++];
+        if (!op) continue;
+        --cycle.pending.collected;
+        if (cgc_refcount(op) <= 0) [[unlikely]] {
+            forget_undead(heap, op);
+            continue;
+        }
+        cgc_object *survivor = op;
+        op = nullptr;
+        GcMeta &meta = meta_of(survivor);
+        meta.schedule = 0;
+        leave_collection(heap, survivor, meta, CGC_NUM_GENERATIONS - 1);
+        if (!first) first = survivor;
+        ++survivors;
+    }
+    report_survivors(CGC_NUM_GENERATIONS - 1, survivors, first, false);
+    return done;
+}
+
+void release_cleared(IncrementalCycle &cycle) {
+    constexpr size_t kKeptEntries = size_t(1) << 20;  // (as release_large_scratch)
+    cycle.to_clear.clear();
+    if (cycle.to_clear.capacity() > kKeptEntries) std::vector<cgc_object *>().swap(cycle.to_clear);
 }
 
 }  // namespace
@@ -1087,37 +1225,42 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     heap.phase = Phase::callbacks;
     invoke_callbacks(heap, "start", info);
 
-    bool stats_wanted = (heap.debug_flags & CGC_DEBUG_STATS) != 0;
-    if (stats_wanted) log_generation_sizes(heap, generation);
+    if (heap.debug_flags & CGC_DEBUG_STATS) log_generation_sizes(heap, generation);
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Outcome outcome = run_collection(heap, generation, incremental_final);
     uint64_t ns = pause_clock_ns(heap.pause_clock_thread_cpu) - start;
     // (The final step is part of a slice, which records the pause.)
     if (!incremental_final) heap.pauses.record(ns);
-    if (stats_wanted) log_done(heap, outcome.collected, outcome.uncollectable, ns);
-
-    cgc_generation_stats &stats = heap.generations[generation].stats;
-    stats.collections++;
-    stats.collected += static_cast<uint64_t>(outcome.collected);
-    stats.uncollectable += static_cast<uint64_t>(outcome.uncollectable);
-    stats.examined += static_cast<uint64_t>(outcome.candidates);
-    if (!incremental_final) {
-        stats.total_ns += ns;
-        stats.max_pause_ns = std::max(stats.max_pause_ns, ns);
+    if (outcome.clearing_later) {  // reported when the clear step ends
+        heap.incremental.pending = PendingOutcome{outcome.candidates, outcome.collected, ns};
+        heap.phase = Phase::idle;
+        return 0;
     }
-
-    info.collected = outcome.collected;
-    info.uncollectable = outcome.uncollectable;
-    info.candidates = outcome.candidates;
-    info.duration_ns = ns;
-    invoke_callbacks(heap, "stop", info);
-    heap.phase = Phase::idle;
-    if (generation == CGC_NUM_GENERATIONS - 1 && heap.diagnostics.state)
-        diag::check_after_full_collection(heap);  // (if switched on)
-#if defined(CYCLEGC_DEBUG) && CYCLEGC_DEBUG >= 2
-    validate_heap(heap, "after a collection");
-#endif
+    report_collection(heap, generation, outcome, ns, incremental_final);
     return outcome.collected + outcome.uncollectable;
+}
+
+bool clear_garbage_slice(Heap &heap, uint64_t deadline, uint64_t least) {
+    expect_phase(heap, Phase::idle);
+    IncrementalCycle &cycle = heap.incremental;
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    heap.phase = Phase::clearing;
+    ClearClock clock{heap.pause_clock_thread_cpu, deadline, least};
+    bool done = clear_some(heap, clock) && keep_some_survivors(heap, clock);
+    cycle.pending.ns += pause_clock_ns(heap.pause_clock_thread_cpu) - start;
+    if (!done) {
+        heap.phase = Phase::idle;
+        return false;
+    }
+    release_cleared(cycle);
+    cycle.step = IncrementalStep::none;
+    heap.apply_young_threshold();  // (no more slices between young collections)
+    Outcome outcome;
+    outcome.candidates = cycle.pending.candidates;
+    outcome.collected = cycle.pending.collected;
+    heap.phase = Phase::callbacks;
+    report_collection(heap, CGC_NUM_GENERATIONS - 1, outcome, cycle.pending.ns, true);
+    return true;
 }
 
 cgc_ssize_t collect_automatic(Heap &heap) {
@@ -1127,6 +1270,8 @@ cgc_ssize_t collect_automatic(Heap &heap) {
     if (heap.collecting()) return 0;
     // (A shared heap's collections are not incremental: docs/gc.md.)
     if (heap.incremental.budget_ns && !heap.shared) return collect_automatic_incremental(heap);
+    // (The budget was set to 0 while a cycle's garbage waited to be cleared.)
+    if (heap.incremental.step == IncrementalStep::clear) abandon_cycle(heap);
     for (int g = CGC_NUM_GENERATIONS - 1; g >= 0; --g) {
         Generation &generation = heap.generations[g];
         if (g == 0 ? generation.count <= generation.threshold : !generation_due(heap, g)) continue;

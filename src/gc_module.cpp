@@ -65,7 +65,7 @@ void for_each_tracked(Heap &heap, int generation, Visit visit) {
     if (generation >= 0 && generation < 2 && !unlisted) return;
     bool going = true;
     for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
-        if (!going || (meta.flags & kCollecting)) return;
+        if (!going || in_collection_set(meta)) return;
         if (meta.generation < 2) {
             bool wanted = generation < 0 || generation == kPermanent || generation == meta.generation;
             if (wanted && meta.word == kUnlisted) going = visit(op);

@@ -40,7 +40,7 @@ constexpr uint64_t kWorkPerAllocation = 64;
 // While a cycle runs, an automatic slice runs at least every this many
 // allocations (between young collections, whose interval the adaptive
 // schedule may stretch to 64 x 700): each slice then has a small least work.
-constexpr cgc_ssize_t kSliceInterval = 2048;
+constexpr cgc_ssize_t kSliceInterval = 512;
 
 constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 
@@ -249,7 +249,9 @@ uint64_t elapsed_ns(const Heap &heap, uint64_t since) { return pause_clock_ns(he
 
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index) {
     IncrementalCycle &cycle = heap.incremental;
-    std::vector<cgc_object *> &list = cycle.step == IncrementalStep::mark ? cycle.stack : cycle.gathered;
+    std::vector<cgc_object *> &list = cycle.step == IncrementalStep::mark    ? cycle.stack
+                                      : cycle.step == IncrementalStep::clear ? cycle.to_clear
+                                                                             : cycle.gathered;
     if (index < list.size() && list[index] == op) list[index] = nullptr;
 }
 
@@ -263,6 +265,10 @@ void end_cycle(Heap &heap) {
 }
 
 void abandon_cycle(Heap &heap) {
+    if (heap.incremental.step == IncrementalStep::clear) {
+        clear_garbage_slice(heap, 0, 0);
+        return;
+    }
     if (!heap.incremental.running()) return;
     for (Page *page : heap.space.pages()) {
         for (uint32_t i = 0; i < page->bump; ++i) {
@@ -286,16 +292,22 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
     }
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Slice slice(heap, start, ns, least_work);
+    uint64_t deadline = ns ? start + ns : 0;
     bool finished = false;
-    // The final step starts a slice of its own (unless the slice is
-    // unbounded): its pause, proportional to the gathered set, is not added
-    // to a slice's analysis.
-    bool final_now = cycle.step == IncrementalStep::final;
-    if (analyse(heap, slice)) {
-        cycle.step = IncrementalStep::final;
-        if (final_now || ns == 0) {
-            collect(heap, 2, true);
-            finished = true;
+    if (cycle.step == IncrementalStep::clear) {
+        // (Garbage is cleared at least as fast as objects are allocated.)
+        finished = clear_garbage_slice(heap, deadline, least_work / kWorkPerAllocation);
+    } else {
+        // The final step starts a slice of its own (unless the slice is
+        // unbounded): its pause, proportional to the gathered set, is not
+        // added to a slice's analysis. Its garbage is cleared in the time left.
+        bool final_now = cycle.step == IncrementalStep::final;
+        if (analyse(heap, slice)) {
+            cycle.step = IncrementalStep::final;
+            if (final_now || ns == 0) {
+                collect(heap, 2, true);
+                finished = cycle.step != IncrementalStep::clear || clear_garbage_slice(heap, deadline, 0);
+            }
         }
     }
     cycle.count_at_slice = heap.generations[0].count;
@@ -329,7 +341,10 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
         begin_cycle(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
-        uint64_t left = cycle.budget_ns > spent ? cycle.budget_ns - spent : 1;
+        // (Aimed at half the budget: a slice's work varies with the cache
+        // and the graph, and its clock is read every few hundred units.)
+        uint64_t aim = cycle.budget_ns / 2;
+        uint64_t left = aim > spent ? aim - spent : 1;
         run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation);
     }
     cycle.count_at_slice = young.count;

@@ -21,6 +21,15 @@ enum class IncrementalStep : uint8_t {
     mark,        // C: what candidates with word > 0 reach is marked
     gather,      // D: the unmarked candidates are gathered
     final,       // the final atomic step: an ordinary analysis of the gathered set
+    clear,       // the garbage it proved is cleared (tp_clear), a budget's worth a slice
+};
+
+// What the final step found, reported (statistics, "stop" callbacks) when
+// the clearing ends.
+struct PendingOutcome {
+    cgc_ssize_t candidates = 0;
+    cgc_ssize_t collected = 0;  // weak references freed + the objects to clear
+    uint64_t ns = 0;            // the final step's and the clearing slices' time
 };
 
 struct IncrementalCycle {
@@ -35,6 +44,12 @@ struct IncrementalCycle {
     // entry ever points at a freed object.
     std::vector<cgc_object *> stack;
     std::vector<cgc_object *> gathered;
+    // The clear step: the garbage (kIncrClearing, entries nulled as above),
+    // the next entry to clear, then the next to check for survivors.
+    std::vector<cgc_object *> to_clear;
+    size_t clear_cursor = 0;
+    size_t survivor_cursor = 0;
+    PendingOutcome pending;
     cgc_ssize_t candidates = 0;  // step A's count (examined by the cycle)
     // generations[0].count when the last slice ran (the allocations since
     // then set the slice's least work: see kWorkPerAllocation).
@@ -50,7 +65,8 @@ void forget_listed(Heap &heap, cgc_object *op, uint32_t index);
 // gathered set has been taken for the final step.
 void end_cycle(Heap &heap);
 // Drops a running cycle (every mark cleared, nothing freed): before a
-// stop-the-world full collection, gc.freeze(), or the heap's end.
+// stop-the-world full collection, gc.freeze(), or the heap's end. Garbage
+// already proven (the clear step) is cleared to the end instead.
 void abandon_cycle(Heap &heap);
 // Starts a cycle if none runs (after a collection of the young
 // generations, so that it examines every object tracked now) and works on

@@ -78,6 +78,10 @@ constexpr uint8_t kIncrCandidate = 2;
 constexpr uint8_t kIncrMarked = 4;
 constexpr uint8_t kIncrListed = 8;
 constexpr uint64_t kMetaIncrListed = uint64_t(kIncrListed) << 56;
+// Proven garbage that waits, in the cycle's to-clear list (kIncrListed too),
+// for a later slice's tp_clear: in no generation's set, no collection's
+// candidate, and not seen by the heap's introspection (in_collection_set).
+constexpr uint8_t kIncrClearing = 16;
 constexpr uint64_t kMetaScheduleBits = uint64_t(0xFF) << 56;
 constexpr uint64_t meta_flag_bits(uint8_t flags) { return uint64_t(flags) << 32; }
 inline uint64_t meta_bits(const GcMeta &meta) {
@@ -98,6 +102,12 @@ constexpr uint8_t kHasWeakrefs = 32;  // weak references to it exist
 constexpr uint8_t kUncollectable = 64;  // set apart by this collection (legacy finalizer)
 constexpr uint8_t kHeld = 128;          // the collector holds a reference while user code runs
 constexpr uint8_t kPermanent = 3;     // GcMeta::generation of frozen objects
+// In a collection's set: the running collection's (kCollecting), or the
+// incremental cycle's garbage waiting to be cleared. The program cannot
+// reach it: walks over the heap for the program skip it.
+inline bool in_collection_set(const GcMeta &meta) {
+    return (meta.flags & kCollecting) || (meta.schedule & kIncrClearing);
+}
 
 // The slot holds an object and none of `flags` is set: the fast paths'
 // test, which sends a slot freed already to their slow path too (one more

@@ -74,10 +74,11 @@ void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t coll
     if (!heap.adaptive || generation > 1 || examined == 0) return;
     int &shift = heap.shift[generation];
     uint64_t budget = heap.incremental.budget_ns;
-    if (budget && ns > budget / 2) {
+    if (budget && ns > budget / 4) {
         // With a pause budget, a young collection stays within half of it:
-        // a longer one halves its generation's threshold, whatever it found.
-        if (ns > budget) shift = std::max(shift - 1, 0);
+        // a longer one halves its generation's threshold, whatever it found
+        // (one over a quarter no longer doubles it).
+        if (ns > budget / 2) shift = std::max(shift - 1, 0);
         heap.young_shift_floor = std::min(heap.young_shift_floor, heap.shift[0]);
     } else {
         adapt_to_findings(heap, generation, examined, collected);

@@ -95,7 +95,7 @@ TypeCensus take_census(Heap &heap) {
     cgc_type *last_type = nullptr;
     TypeTotals *last = nullptr;
     for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
-        if (meta.flags & kCollecting) return;
+        if (in_collection_set(meta)) return;
         if (op->ob_type != last_type) {  // (objects of a type tend to sit together)
             last_type = op->ob_type;
             last = &by_type[last_type];

@@ -44,7 +44,7 @@ void number_nodes(Heap &heap, HeapGraph &graph) {
         uint32_t *slot_nodes = graph.node_of_slot.data() + graph.slot_base[p];
         for (uint32_t i = 0, n = page->bump; i < n; ++i) {
             GcMeta meta = page->meta[i];
-            if ((meta.flags & (kTracked | kCollecting)) != kTracked || node == capacity) {
+            if (!(meta.flags & kTracked) || in_collection_set(meta) || node == capacity) {
                 slot_nodes[i] = kNoNode;
                 continue;
             }

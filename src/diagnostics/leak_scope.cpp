@@ -41,7 +41,9 @@ cgc_diag_leak_scope *cgc_diag_leak_scope_begin(void) {
     Heap &heap = current_heap();
     try {
         auto *scope = new cgc_diag_leak_scope{&heap, {}};
-        for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &) { scope->before.push_back(op); });
+        for_each_tracked(heap.space, [&](cgc_object *op, GcMeta &meta) {
+            if (!in_collection_set(meta)) scope->before.push_back(op);
+        });
         std::sort(scope->before.begin(), scope->before.end());
         return scope;
     } catch (const std::bad_alloc &) {

@@ -5,6 +5,7 @@
 
 #include <cyclegc/cyclegc.hpp>
 
+#include <string_view>
 #include <vector>
 
 using namespace cgc_test;
@@ -33,6 +34,13 @@ class IncrementalTest : public HeapFixture {
             if (cgc_collect_slice(1) == 1) return slices;
         ADD_FAILURE() << "the cycle never finished";
         return 0;
+    }
+    // Finishes the cycle, which must have freed `freed` objects in all and
+    // reported `collected`.
+    void finish_freeing(int freed, uint64_t collected) {
+        finish_cycle();
+        EXPECT_EQ(counters.deallocated, freed);
+        EXPECT_EQ(stats_of(2).collected, collected);
     }
 };
 
@@ -240,9 +248,7 @@ TEST_F(IncrementalTest, GatheredObjectsFreedBeforeTheFinalStepLeaveNullEntries) 
     size_t left = 0;
     for (cgc_object *op : cycle().gathered) left += op != nullptr;
     EXPECT_EQ(left, 25u);
-    EXPECT_EQ(cgc_collect_slice(1), 1);
-    EXPECT_EQ(counters.deallocated, 50);
-    EXPECT_EQ(stats_of(2).collected, 25u);
+    finish_freeing(50, 25);
     cgc_decref(obj(live));
 }
 
@@ -392,6 +398,141 @@ TEST_F(IncrementalTest, CppSpellings) {
     EXPECT_GT(pauses.count, 2u);
     EXPECT_GE(pauses.max_ns, pauses.p50_ns);
     cyclegc::set_pause_budget(0ns);
+    cgc_decref(obj(live));
+}
+
+// ---- The clear step: the proven garbage cleared over later slices ---------
+
+// `n` self cycles in generation 2, dropped: garbage each clear frees one of.
+std::vector<Node *> old_garbage_self_cycles(int n, int first_id = 0) {
+    std::vector<Node *> nodes;
+    for (int i = 0; i < n; ++i) {
+        Node *node = new_node(first_id + i);
+        link_next(node, node);
+        nodes.push_back(node);
+    }
+    cgc_collect(1);
+    cgc_collect(1);
+    for (Node *node : nodes) cgc_decref(obj(node));
+    return nodes;  // (borrowed: valid until freed)
+}
+
+// The "stop" callbacks of full collections: what each reported.
+void record_full_stops(const char *phase, const cgc_collection_info *info, void *context) {
+    if (std::string_view(phase) == "stop" && info->generation == 2)
+        static_cast<std::vector<cgc_ssize_t> *>(context)->push_back(info->collected);
+}
+
+// A garbage object still waiting in the to-clear list.
+cgc_object *waiting_garbage(gci::IncrementalCycle &cycle) {
+    for (size_t i = cycle.clear_cursor; i < cycle.to_clear.size(); ++i)
+        if (cycle.to_clear[i]) return cycle.to_clear[i];
+    return nullptr;
+}
+
+TEST_F(IncrementalTest, GarbageIsClearedOverLaterSlicesAndReportedWhenItEnds) {
+    Node *live = old_chain(1000);
+    old_garbage_self_cycles(2000, 5000);
+    std::vector<cgc_ssize_t> stops;
+    cgc_add_collection_callback(record_full_stops, &stops);
+    slice_until(Step::clear);
+    EXPECT_GT(counters.deallocated, 0);
+    EXPECT_LT(counters.deallocated, 2000);
+    EXPECT_TRUE(stops.empty());  // not reported yet
+    EXPECT_EQ(stats_of(2).collections, 0u);
+    // Out of sight of the program.
+    cgc_object_list all{};
+    ASSERT_EQ(cgc_get_objects(-1, &all), 0);
+    EXPECT_EQ(all.count, 1000);
+    cgc_object_list_release(&all);
+    cgc_object *waiting = waiting_garbage(cycle());
+    ASSERT_NE(waiting, nullptr);
+    cgc_object_list referrers{};
+    ASSERT_EQ(cgc_get_referrers(&waiting, 1, &referrers), 0);
+    EXPECT_EQ(referrers.count, 0);  // (it refers to itself)
+    cgc_object_list_release(&referrers);
+    // Young and middle collections meanwhile do not examine it.
+    int freed = counters.deallocated;
+    uint64_t examined = stats_of(1).examined;
+    Node *young = new_node(1);
+    cgc_collect(0);
+    cgc_collect(1);
+    EXPECT_EQ(stats_of(1).examined - examined, 1u);  // the young object alone
+    EXPECT_EQ(counters.deallocated, freed);
+    EXPECT_EQ(cycle().step, Step::clear);  // no other cycle started
+    EXPECT_EQ(finish_cycle() > 1, true);
+    EXPECT_EQ(counters.deallocated, 2000);
+    ASSERT_EQ(stops.size(), 1u);
+    EXPECT_EQ(stops[0], 2000);
+    EXPECT_EQ(stats_of(2).collections, 1u);
+    EXPECT_EQ(stats_of(2).collected, 2000u);
+    cgc_remove_collection_callback(record_full_stops, &stops);
+    cgc_decref(obj(young));
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, FullCollectionFinishesTheClearingFirst) {
+    Node *live = old_chain(1000);
+    old_garbage_self_cycles(1000);
+    slice_until(Step::clear);
+    EXPECT_EQ(cgc_collect(2), 0);  // (the cycle's garbage is the cycle's)
+    EXPECT_EQ(counters.deallocated, 1000);
+    EXPECT_EQ(cycle().step, Step::none);
+    EXPECT_EQ(stats_of(2).collections, 2u);
+    EXPECT_EQ(stats_of(2).collected, 1000u);  // counted once
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, FreezeAndFinalizeFinishTheClearingFirst) {
+    Node *live = old_chain(1000);
+    old_garbage_self_cycles(1000);
+    slice_until(Step::clear);
+    cgc_freeze();
+    EXPECT_EQ(counters.deallocated, 1000);
+    EXPECT_EQ(cgc_get_freeze_count(), 1000);  // the live chain alone
+    cgc_unfreeze();
+    old_garbage_self_cycles(1000);
+    slice_until(Step::clear);
+    cgc_finalize();  // (as deleting the heap does)
+    EXPECT_EQ(counters.deallocated, 2000);
+    EXPECT_EQ(cycle().step, Step::none);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, GarbageFreedWhileWaitingToBeClearedLeavesANullEntry) {
+    Node *live = old_chain(1000);
+    std::vector<Node *> garbage = old_garbage_self_cycles(1000);
+    slice_until(Step::clear);
+    // The test alone still knows the last one: it breaks its cycle.
+    Node *last = garbage.back();
+    ASSERT_EQ(waiting_garbage(cycle()) != nullptr, true);
+    ASSERT_EQ(cycle().to_clear.back(), obj(last));
+    link_next(last, nullptr);
+    EXPECT_EQ(cycle().to_clear.back(), nullptr);
+    finish_freeing(1000, 1000);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, ObjectsTheClearsDoNotFreeReturnToGenerationTwo) {
+    Node *live = old_chain(1000);
+    old_garbage_self_cycles(500);
+    Node *kept = new_node(&noclear_node_type, 1);  // no tp_clear: nothing breaks its cycle
+    link_next(kept, kept);
+    cgc_collect(1);
+    cgc_collect(1);
+    cgc_decref(obj(kept));
+    slice_until(Step::clear);
+    finish_cycle();
+    expect_one_error(CGC_ERR_MISUSE, {"still alive after their cycle was cleared"});
+    EXPECT_EQ(counters.deallocated, 500);
+    EXPECT_EQ(generation_of(kept), 2);
+    EXPECT_EQ(gci::meta_of(kept).schedule, 0);
+    EXPECT_EQ(stats_of(2).collected, 500u);
+    cgc_object_list all{};
+    ASSERT_EQ(cgc_get_objects(2, &all), 0);
+    EXPECT_EQ(all.count, 1001);  // seen again
+    cgc_object_list_release(&all);
+    link_next(kept, nullptr);
     cgc_decref(obj(live));
 }
 
