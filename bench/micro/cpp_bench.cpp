@@ -3,7 +3,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 namespace {
 
@@ -67,8 +70,52 @@ void cpp_copy_shared(benchmark::State &state) {
     state.SetItemsProcessed(state.iterations());
 }
 
+// The same on a shared heap, on the thread that owns the objects (biased
+// counting's owner path: plain stores of the local count).
+cgc_heap *shared_heap() {
+    static cgc_heap *heap = cgc_heap_new_shared();
+    return heap;
+}
+
+void cpp_make_release_cyclegc_shared_heap(benchmark::State &state) {
+    cyclegc::heap::scope on(shared_heap());
+    make_release(state, [] { return cyclegc::make<Node>(); });
+}
+
+void cpp_copy_ref_shared_heap_owner(benchmark::State &state) {
+    cyclegc::heap::scope on(shared_heap());
+    cpp_copy_ref(state);
+}
+
+// A thread that does not own the object (its owner is alive, waiting):
+// every copy and release counts atomically in the shared count, as
+// shared_ptr's do.
+void cpp_copy_ref_shared_heap_other(benchmark::State &state) {
+    cyclegc::heap::scope on(shared_heap());
+    cyclegc::ref<Node> r;
+    std::atomic<int> stage{0};
+    std::thread owner([&] {
+        cyclegc::heap::scope owner_on(shared_heap());
+        r = cyclegc::make<Node>();
+        stage = 1;
+        while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (stage.load() != 1) std::this_thread::yield();
+    for (auto _ : state) {
+        cyclegc::ref<Node> copy = r;
+        benchmark::DoNotOptimize(copy);
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(state.iterations());
+    stage = 2;
+    owner.join();
+}
+
 }  // namespace
 
+BENCHMARK(cpp_make_release_cyclegc_shared_heap)->Name("cpp_make_release/cyclegc::make/shared-heap-owner");
+BENCHMARK(cpp_copy_ref_shared_heap_owner)->Name("cpp_copy/cyclegc::ref/shared-heap-owner");
+BENCHMARK(cpp_copy_ref_shared_heap_other)->Name("cpp_copy/cyclegc::ref/shared-heap-other-thread");
 BENCHMARK(cpp_make_release_cyclegc)->Name("cpp_make_release/cyclegc::make");
 BENCHMARK(cpp_make_release_shared)->Name("cpp_make_release/std::make_shared");
 BENCHMARK(cpp_make_release_leaf_cyclegc)->Name("cpp_make_release_leaf/cyclegc::make");

@@ -5,6 +5,8 @@
 #include "loops_api.h"
 #include "micro.hpp"
 
+#include <cyclegc/cyclegc.h>
+
 #include <benchmark/benchmark.h>
 
 #include <time.h>
@@ -78,6 +80,29 @@ void acyclic(benchmark::State &state, Api api) {
     while (state.KeepRunningBatch(kBatch)) api.acyclic(kBatch);
     state.SetItemsProcessed(state.iterations());
 }
+
+// The loops on a shared heap, on the thread that owns its objects (biased
+// counting's owner path), beside the confined heap's (cyclegc only).
+cgc_heap *shared_heap() {
+    static cgc_heap *heap = cgc_heap_new_shared();
+    return heap;
+}
+
+template <class Loop>
+void on_shared_heap(benchmark::State &state, Api api, Loop loop) {
+    drop_heap(api);  // (the confined heap's tree)
+    cgc_heap *was = cgc_heap_current();
+    cgc_heap_set_current(shared_heap());
+    api.set_enabled(1);
+    api.collect(1);
+    while (state.KeepRunningBatch(kBatch)) loop(kBatch);
+    api.collect(1);
+    cgc_heap_set_current(was);
+    state.SetItemsProcessed(state.iterations());
+}
+
+void acyclic_shared_heap(benchmark::State &state, Api api) { on_shared_heap(state, api, api.acyclic); }
+void cycle_loop_shared_heap(benchmark::State &state, Api api) { on_shared_heap(state, api, api.cycles); }
 
 // Short-lived 2-cycles with automatic collection on; `old` > 0 keeps a live
 // old heap of that many objects while the loop runs.
@@ -192,6 +217,8 @@ void register_heap_benchmarks(const Config &config) {
         benchmark::RegisterBenchmark(("acyclic_alloc_track_release/" + api.name).c_str(), acyclic, api);
     for (const Api &api : apis)
         benchmark::RegisterBenchmark(("cycle_loop/" + api.name).c_str(), cycle_loop, api, 0L);
+    benchmark::RegisterBenchmark("acyclic_alloc_track_release/cyclegc/shared-heap-owner", acyclic_shared_heap, apis[0]);
+    benchmark::RegisterBenchmark("cycle_loop/cyclegc/shared-heap-owner", cycle_loop_shared_heap, apis[0]);
     for (const Api &api : apis)
         benchmark::RegisterBenchmark(("cycle_loop_old_heap/" + api.name + "/old:" + std::to_string(config.old_heap)).c_str(),
                                      cycle_loop, api, config.old_heap);

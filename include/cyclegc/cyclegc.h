@@ -343,8 +343,7 @@ CGC_DATA extern CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag CGC_TLS_MODEL;
 
 /* The out-of-line paths of cgc_incref and cgc_decref: a shared-heap object
  * counted by a thread that does not own it (or a merged one), its owner's
- * local count reaching zero, and every count reaching zero (which
- * cgc_decref_slow hands to cgc_dealloc). Internal. */
+ * local count reaching zero, a count below zero. Internal. */
 CGC_API void cgc_incref_shared(cgc_object *op);
 CGC_API void cgc_decref_slow(cgc_object *op);
 /* Py_REFCNT: the object's reference count (a shared-heap object's local and
@@ -382,12 +381,16 @@ static inline void cgc_incref(cgc_object *op) {
 }
 static inline void cgc_decref(cgc_object *op) {
     cgc_ssize_t c = CGC_COUNT_LOAD(&op->ob_refcnt);
-    if (c > 1)
+    if (c > 1) {
         op->ob_refcnt = c - 1;
-    else if (CGC_COUNT_OWNED_HERE(c) && (uint32_t)c > 1)
+    } else if (c == 1) {  /* (not through cgc_decref_slow: a call less per death) */
+        op->ob_refcnt = 0;
+        cgc_dealloc(op);
+    } else if (CGC_COUNT_OWNED_HERE(c) && (uint32_t)c > 1) {
         CGC_COUNT_STORE(&op->ob_refcnt, c - 1);
-    else
+    } else {
         cgc_decref_slow(op);
+    }
 }
 static inline void cgc_xincref(cgc_object *op) { if (op) cgc_incref(op); }
 static inline void cgc_xdecref(cgc_object *op) { if (op) cgc_decref(op); }
