@@ -72,18 +72,22 @@ void cpp_copy_shared(benchmark::State &state) {
 
 // The same on a shared heap, on the thread that owns the objects (biased
 // counting's owner path: plain stores of the local count).
-cgc_heap *shared_heap() {
-    static cgc_heap *heap = cgc_heap_new_shared();
-    return heap;
-}
+// (Made for one benchmark and deleted at its end, after the scopes and
+// references declared below it.)
+struct SharedHeap {
+    cgc_heap *heap = cgc_heap_new_shared();
+    ~SharedHeap() { cgc_heap_delete(heap); }
+};
 
 void cpp_make_release_cyclegc_shared_heap(benchmark::State &state) {
-    cyclegc::heap::scope on(shared_heap());
+    SharedHeap shared;
+    cyclegc::heap::scope on(shared.heap);
     make_release(state, [] { return cyclegc::make<Node>(); });
 }
 
 void cpp_copy_ref_shared_heap_owner(benchmark::State &state) {
-    cyclegc::heap::scope on(shared_heap());
+    SharedHeap shared;
+    cyclegc::heap::scope on(shared.heap);
     cpp_copy_ref(state);
 }
 
@@ -91,11 +95,12 @@ void cpp_copy_ref_shared_heap_owner(benchmark::State &state) {
 // every copy and release counts atomically in the shared count, as
 // shared_ptr's do.
 void cpp_copy_ref_shared_heap_other(benchmark::State &state) {
-    cyclegc::heap::scope on(shared_heap());
+    SharedHeap shared;
+    cyclegc::heap::scope on(shared.heap);
     cyclegc::ref<Node> r;
     std::atomic<int> stage{0};
     std::thread owner([&] {
-        cyclegc::heap::scope owner_on(shared_heap());
+        cyclegc::heap::scope owner_on(shared.heap);
         r = cyclegc::make<Node>();
         stage = 1;
         while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -83,21 +83,18 @@ void acyclic(benchmark::State &state, Api api) {
 
 // The loops on a shared heap, on the thread that owns its objects (biased
 // counting's owner path), beside the confined heap's (cyclegc only).
-cgc_heap *shared_heap() {
-    static cgc_heap *heap = cgc_heap_new_shared();
-    return heap;
-}
-
 template <class Loop>
 void on_shared_heap(benchmark::State &state, Api api, Loop loop) {
     drop_heap(api);  // (the confined heap's tree)
     cgc_heap *was = cgc_heap_current();
-    cgc_heap_set_current(shared_heap());
+    cgc_heap *shared = cgc_heap_new_shared();
+    cgc_heap_set_current(shared);
     api.set_enabled(1);
     api.collect(1);
     while (state.KeepRunningBatch(kBatch)) loop(kBatch);
     api.collect(1);
     cgc_heap_set_current(was);
+    cgc_heap_delete(shared);
     state.SetItemsProcessed(state.iterations());
 }
 
