@@ -88,7 +88,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
             return nullptr;
         }
     }
-    op->ob_refcnt = 1;
+    store_word(op, 1);  // (relaxed: a thread exiting may read it, give_up_heap)
     op->ob_type = type;
     if (Heap &heap = current_heap(); heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
     if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
