@@ -59,38 +59,29 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
                            : object_size(type, nitems, function);
     if (size >= 0 && spare_item && type->tp_itemsize) size += type->tp_itemsize;
     if (size < 0) return nullptr;
-    bool gc = (type->tp_flags & CGC_TPFLAGS_HAVE_GC) != 0;
-    cgc_object *op;
-    if (gc) {
+    Heap &heap = current_heap();
+    void *memory;
+    if (type->tp_flags & CGC_TPFLAGS_HAVE_GC) {
         if (refuse_if_too_large(static_cast<size_t>(size), function, type)) return nullptr;
         // Counting (and maybe collecting) before the allocation: the new
         // object never takes part in the collection it triggers.
-        Heap &heap = current_heap();
-        op = static_cast<cgc_object *>(allocate_counted(heap, static_cast<size_t>(size)));
-        if (!op) {
-            report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
-                   type_name(type));
-            return nullptr;
-        }
-    } else {
+        memory = allocate_counted(heap, static_cast<size_t>(size));
+    } else if (heap.is_shared()) [[unlikely]] {
         // A shared heap's objects all live in its pages, which carry their
         // shared counts (cgc_object_del finds them there).
-        Heap &heap = current_heap();
-        if (heap.is_shared()) [[unlikely]] {
-            StateLock guard(heap);
-            op = static_cast<cgc_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
-        } else {
-            op = static_cast<cgc_object *>(std::calloc(1, static_cast<size_t>(size)));
-        }
-        if (!op) {
-            report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function,
-                   type_name(type));
-            return nullptr;
-        }
+        StateLock guard(heap);
+        memory = heap.space.allocate(heap, static_cast<size_t>(size));
+    } else {
+        memory = std::calloc(1, static_cast<size_t>(size));
     }
+    if (!memory) {
+        report(CGC_ERR_MEMORY, "%s: out of memory for an object of type '%s'", function, type_name(type));
+        return nullptr;
+    }
+    auto *op = static_cast<cgc_object *>(memory);
     store_word(op, 1);  // (relaxed: a thread exiting may read it, give_up_heap)
     op->ob_type = type;
-    if (Heap &heap = current_heap(); heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
+    if (heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
     if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
