@@ -1215,6 +1215,7 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
         return collect_stopped(heap, generation, false);
     if (heap.collecting()) return 0;
     expect_phase(heap, Phase::idle);
+    receive_transfers(heap);  // (the objects transferred here are tracked: they are collected too)
     // A stop-the-world full collection does a running cycle's work at once.
     if (generation == CGC_NUM_GENERATIONS - 1 && !incremental_final) abandon_cycle(heap);
     heap.collection_due = false;

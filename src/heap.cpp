@@ -21,6 +21,7 @@ namespace cyclegc::internal {
 void note_page_allocation(Heap &heap) { note_internal_allocation(heap); }
 
 Heap::Heap() {
+    note_heap_made(this);
     for (int g = 0; g < CGC_NUM_GENERATIONS; ++g) set_threshold(g, kDefaultThresholds[g]);
     // Tests: a small cap, past which young objects go unlisted whatever the
     // size of the heap, makes them take the unlisted paths with few objects
@@ -39,7 +40,10 @@ Heap::Heap() {
     }
 }
 
-Heap::~Heap() { delete shared; }
+Heap::~Heap() {
+    note_heap_gone(this);
+    delete shared;
+}
 
 namespace {
 

@@ -261,6 +261,11 @@ struct Heap {
     }
 };
 
+// Registers a heap made, unregisters one deleted (transfer.cpp: a heap
+// handle is checked before a transfer writes to it).
+void note_heap_made(const Heap *heap);
+void note_heap_gone(const Heap *heap);
+
 // The calling thread's current heap if it is confined (null otherwise: the
 // thread's attached shared heap, or none chosen yet), so that every inline
 // fast path that compares an object's heap with it sends the objects of a
@@ -308,6 +313,10 @@ Heap *attached_heap();
 void attach_to(Heap *heap);
 // Whether the calling thread is attached to `heap` and not detached.
 bool attached_here(const Heap &heap);
+// Reports (CGC_ERR_MISUSE) a use of shared heap `heap`'s object `op` by
+// `function` from a thread not attached to the heap, or detached from it,
+// and not collecting it: true if it was such a use (refused).
+bool unattached_use(const Heap &heap, const char *function, const cgc_object *op);
 // Parks the calling thread while another stops the world of `heap`.
 void park(Heap &heap);
 // A safepoint: parks if a stop of a shared heap's world is requested.

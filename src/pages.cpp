@@ -33,9 +33,51 @@ size_t PageSpace::class_size(int size_class) {
 }
 
 PageSpace::~PageSpace() {
-    for (Page *page : pages_) {
+    auto release = [](Page *page) {
         std::free(page->shared_counts);
         Arena::instance().release(page, page->region_size);  // (new_page unpoisons it before reuse)
+    };
+    for (Parcel *parcel = inbox_.exchange(nullptr, std::memory_order_acquire), *next; parcel; parcel = next) {
+        next = parcel->next;
+        for (Page *page : parcel->pages) release(page);  // (not in pages_ yet)
+        delete parcel;
+    }
+    for (Parcel *parcel = arrived_, *next; parcel; parcel = next) {
+        next = parcel->next;
+        delete parcel;
+    }
+    for (Page *page : pages_) release(page);
+}
+
+void PageSpace::detach(Page *page) {
+    if (page->in_partial_list) unlink_partial(page);
+    Page *last = pages_.back();
+    pages_[page->index_in_heap] = last;
+    last->index_in_heap = page->index_in_heap;
+    pages_.pop_back();
+    page_bytes_ -= page->region_size;
+}
+
+void PageSpace::receive_slow() {
+    Parcel *parcel = inbox_.exchange(nullptr, std::memory_order_acquire);
+    while (parcel) {
+        Parcel *next = parcel->next;
+        try {
+            pages_.reserve(pages_.size() + parcel->pages.size());
+        } catch (const std::bad_alloc &) {
+            deliver(parcel);  // (taken in at a later call)
+            parcel = next;
+            continue;
+        }
+        for (Page *page : parcel->pages) {
+            page->index_in_heap = static_cast<uint32_t>(pages_.size());
+            pages_.push_back(page);
+            page_bytes_ += page->region_size;
+            if (page->used < page->slot_count) link_partial(page);
+        }
+        parcel->next = arrived_;
+        arrived_ = parcel;
+        parcel = next;
     }
 }
 
@@ -78,6 +120,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     auto *page = static_cast<Page *>(memory);
     page->heap = &heap;
     page->walk_all_tracked = true;
+    page->in_transit = false;
     page->shared_counts = shared_counts;  // (the common case of a page filled by new objects)
     page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
     page->region_size = region_size;
@@ -95,12 +138,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
 }
 
 void PageSpace::free_page(Page *page) {
-    if (page->in_partial_list) unlink_partial(page);
-    Page *last = pages_.back();
-    pages_[page->index_in_heap] = last;
-    last->index_in_heap = page->index_in_heap;
-    pages_.pop_back();
-    page_bytes_ -= page->region_size;
+    detach(page);
     std::free(page->shared_counts);
     Arena::instance().release(page, page->region_size);  // (new_page unpoisons it before reuse)
 }
@@ -127,6 +165,8 @@ void PageSpace::unlink_partial(Page *page) {
 }
 
 void *PageSpace::allocate_slow(Heap &heap, size_t size) {
+    if (inbox_.load(std::memory_order_relaxed) || arrived_) [[unlikely]]
+        receive_transfers(heap);  // (their pages' free slots first)
     int size_class = class_of(size);
     Page *page;
     if (size_class < 0) {
@@ -160,12 +200,13 @@ void *PageSpace::allocate_slow(Heap &heap, size_t size) {
 // not its class's only page with room (keeping one avoids thrashing at a
 // page boundary).
 static bool empty_page_goes_back(const Page *page) {
-    return page->used == 0 &&
+    return page->used == 0 && !page->in_transit &&
            (page->size_class == kLargeClass || page->next_partial || page->prev_partial);
 }
 
 // (release_at() has poisoned the slot.)
 void PageSpace::release_slow(Page *page, uint32_t index) {
+    receive();  // (a page transferred here is in pages_ before it may be freed)
     if (page->size_class == kLargeClass) {
         // A kept page keeps its header: its one slot must read as free, so
         // that a second free of the object is refused, not a second release.
@@ -181,6 +222,15 @@ void PageSpace::release_slow(Page *page, uint32_t index) {
         return;
     }
     free_page(page);
+}
+
+void PageSpace::end_transit(Page *page) {
+    page->in_transit = false;
+    if (!empty_page_goes_back(page)) return;
+    if (walks_)
+        emptied_during_walk_ = true;
+    else
+        free_page(page);
 }
 
 void PageSpace::free_emptied_pages() {

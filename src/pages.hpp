@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace cyclegc::internal {
@@ -146,6 +147,10 @@ struct Page {
     Page *next_partial;
     size_t region_size;  // bytes of the allocation (large pages: more than kPageSize)
     bool in_partial_list;
+    // Sent to another heap by cgc_heap_transfer and not yet taken in by it
+    // (transfer.cpp): kept even when it empties, as the receiving heap will
+    // read the GcMeta of its transferred objects.
+    bool in_transit;
     // Set by the last walk that found none of the page's slots free or
     // untracked (for_each_tracked, page_walk.hpp): its next walk takes the
     // plain loop, whose test is predictable there. Only a hint: a wrong
@@ -195,6 +200,21 @@ inline void zero_slot(char *slot, uint32_t size) {
     }
     for (uint32_t i = 0; i < size; i += kGranule) __builtin_memset(slot + i, 0, kGranule);
 }
+
+// GcMeta::schedule of an object that cgc_heap_transfer untracked on its way
+// to another heap: that heap tracks it again when it takes its page in
+// (receive_transfers), unless it was freed or tracked meanwhile.
+constexpr uint8_t kInTransit = 32;
+
+// Pages sent to another heap by one cgc_heap_transfer (transfer.cpp).
+struct Parcel {
+    Parcel *next = nullptr;
+    std::vector<Page *> pages;
+};
+
+// Takes in the pages other threads transferred to `heap`, and tracks their
+// transferred objects again unless a collection is analysing (transfer.cpp).
+void receive_transfers(Heap &heap);
 
 // A slot just handed out, and its GcMeta.
 struct SlotRef {
@@ -273,6 +293,26 @@ class PageSpace {
     // Slot capacity of the object at `p` (for resize).
     static size_t capacity(const void *p) { return page_of(p)->slot_size; }
 
+    // cgc_heap_transfer (transfer.cpp). The sending thread takes a page out
+    // of its heap's space (detach) and delivers the parcel to the receiving
+    // heap's inbox (any thread, lock-free); the receiving heap's thread takes
+    // the inbox's pages into its space (receive: at a page's release, a slow
+    // allocation, a collection), then takes the parcels (take_arrived) to
+    // track their objects again and end their pages' transit (end_transit).
+    void detach(Page *page);
+    void deliver(Parcel *parcel) {
+        parcel->next = inbox_.load(std::memory_order_relaxed);
+        while (!inbox_.compare_exchange_weak(parcel->next, parcel, std::memory_order_release,
+                                             std::memory_order_relaxed)) {
+        }
+    }
+    void receive() {
+        if (inbox_.load(std::memory_order_relaxed)) [[unlikely]] receive_slow();
+    }
+    Parcel *take_arrived() { return std::exchange(arrived_, nullptr); }
+    void end_transit(Page *page);
+    bool walking() const { return walks_ != 0; }
+
     // Keeps every page at its index in pages() until unpin(), as a walk
     // does (pages that empty meanwhile are freed then): an incremental
     // cycle walks the pages slice by slice with a (page, slot) cursor.
@@ -283,7 +323,8 @@ class PageSpace {
 
     const std::vector<Page *> &pages() const { return pages_; }
     size_t page_bytes() const { return page_bytes_; }
-    size_t live_objects() const {
+    size_t live_objects() {
+        receive();  // (pages transferred here count)
         size_t live = 0;
         for (Page *page : pages_) live += page->used;
         return live;
@@ -316,6 +357,7 @@ class PageSpace {
     }
     void *allocate_slow(Heap &heap, size_t size);
     void release_slow(Page *page, uint32_t index);
+    void receive_slow();
     static int class_of(size_t size);
     static size_t class_size(int size_class);
     Page *new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, size_t region_size);
@@ -328,6 +370,8 @@ class PageSpace {
     size_t page_bytes_ = 0;
     int walks_ = 0;
     bool emptied_during_walk_ = false;
+    std::atomic<Parcel *> inbox_{nullptr};  // delivered, not yet received
+    Parcel *arrived_ = nullptr;             // received, objects not yet tracked again
 };
 
 }  // namespace cyclegc::internal

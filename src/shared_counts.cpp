@@ -292,6 +292,10 @@ void cgc_decref_slow(cgc_object *op) {
         if (word <= 1) cgc_dealloc(op);
         return;
     }
+    // (Refused: the reference is kept, as the release could race with a
+    // collection that does not wait for this thread.)
+    if (unattached_use(*page_of(op)->heap, "Py_DECREF", op)) [[unlikely]]
+        return;
     if (!owned_here(word)) {
         decref_shared_count(op);
         return;

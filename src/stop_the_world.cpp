@@ -15,6 +15,8 @@
 
 #include <cstdio>
 
+#include <unistd.h>
+
 namespace cyclegc::internal {
 
 constinit thread_local Trashcan t_shared_trashcan __attribute__((tls_model("initial-exec")));
@@ -76,6 +78,18 @@ void attach_to(Heap *heap) {
 }
 
 bool attached_here(const Heap &heap) { return t_attachment.heap == &heap && !t_attachment.detached; }
+
+bool unattached_use(const Heap &heap, const char *function, const cgc_object *op) {
+    const Attachment &self = t_attachment;
+    if (attached_here(heap) || self.stopped == &heap) return false;
+    report(CGC_ERR_MISUSE,
+           "%s: object %p of type '%s' belongs to a shared heap that thread %ld %s; only the threads "
+           "attached to a shared heap may use its objects (cgc_heap_set_current, or cgc_thread_attach "
+           "after cgc_thread_detach); refused", function, static_cast<const void *>(op),
+           op ? type_name_of(op) : "<none>", static_cast<long>(gettid()),
+           self.heap == &heap ? "is detached from (cgc_thread_detach)" : "is not attached to");
+    return true;
+}
 
 void park(Heap &heap) {
     Attachment &self = t_attachment;
@@ -159,6 +173,12 @@ void restart_world(Heap &heap) {
 }
 
 cgc_ssize_t collect_stopped(Heap &heap, int generation, bool automatic) {
+    if (t_attachment.heap == &heap && t_attachment.detached) {
+        // (Its finalizers would run while the thread counts as detached.)
+        report(CGC_ERR_MISUSE, "cgc_collect: thread %ld is detached from the shared heap (cgc_thread_detach); "
+               "not collected", static_cast<long>(gettid()));
+        return 0;
+    }
     if (!stop_world(heap)) return 0;
     cgc_ssize_t found = automatic ? collect_automatic(heap) : collect(heap, generation);
     restart_world(heap);

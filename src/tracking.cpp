@@ -107,6 +107,7 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
     GcMeta &meta = meta_of(op);
     if (refuse_if_freed(meta, function, memory, op, "it cannot be tracked")) return;
     if (!owned_here(heap_of(op), function, op)) return;
+    if (heap_of(op).shared && unattached_use(heap_of(op), function, op)) return;
     StateLock guard(heap_of(op));
     if (meta.flags & kTracked) {
         report(CGC_ERR_MISUSE, "%s: object %p of type '%s' is already tracked", function, memory,
@@ -133,6 +134,7 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
     }
     GcMeta &meta = meta_of(op);
     Heap &heap = heap_of(op);
+    if (heap.shared && unattached_use(heap, "cgc_gc_untrack (PyObject_GC_UnTrack)", op)) return;
     StateLock guard(heap);
     if (!(meta.flags & kTracked)) return;
     if (!owned_here(heap, "cgc_gc_untrack (PyObject_GC_UnTrack)", op)) return;

@@ -282,6 +282,23 @@ CGC_API void cgc_heap_delete(cgc_heap *heap);
 CGC_API cgc_heap *cgc_heap_new_shared(void);
 /* 1 if `heap` was made by cgc_heap_new_shared, else 0 (NULL: 0). */
 CGC_API int cgc_heap_is_shared(cgc_heap *heap);
+/* Moves an isolated graph from a confined heap to another confined heap
+ * `to`, so that another thread may use it: `root` and everything it reaches
+ * through tp_traverse in its heap (and the non-GC objects it reaches outside
+ * every heap), which nothing outside the graph may refer to but the caller's
+ * one reference to `root`. Objects of a shared heap it reaches stay where they
+ * are. Pages move whole: the graph's pages must hold nothing else, so build
+ * it while a heap of its own is current. Call it on the thread that owns
+ * root's heap; hand `root` to `to`'s thread through a synchronising queue
+ * (a mutex), after which only that thread uses the graph (docs/gc.md,
+ * "Transfer"). Returns 0, or -1 with CGC_ERR_MISUSE recorded (nothing moved):
+ * a reference from outside into the graph (naming the object, its type and
+ * a tracked referrer if there is one), an object of another confined heap
+ * reached, an object with weak references or a weak reference in it, an
+ * object outside the graph on one of its pages, `to` the root's heap, a
+ * shared heap or not a heap (deleted), root's heap shared or collecting, the
+ * call made by another thread than root's heap's; CGC_ERR_MEMORY. */
+CGC_API int cgc_heap_transfer(cgc_object *root, cgc_heap *to);
 /* The calling thread's current heap (its own heap unless set: see Threading). */
 CGC_API cgc_heap *cgc_heap_current(void);
 /* Sets the calling thread's current heap, which the thread then owns (NULL:

@@ -8,13 +8,14 @@
 #include "gc.hpp"
 
 #include <new>
+#include <stdexcept>
 #include <utility>
 
 namespace cyclegc {
 
 // Owns a heap. Objects made while it is current (see use()) live on it and
-// must only be used by one thread at a time; they never move to another
-// heap. Destroying the heap runs final collections; a heap that still has
+// must only be used by one thread at a time; they move to another heap only
+// by transfer() below. Destroying the heap runs final collections; a heap that still has
 // live objects is then kept (reported as CGC_ERR_MISUSE) so they stay valid.
 // Release every object, weak and callback_handle of the heap first.
 class heap {
@@ -76,6 +77,22 @@ class heap {
 
     cgc_heap *handle_;
 };
+
+// Moves the isolated graph of `root` (what it reaches, referred to from
+// nowhere else but by `root` itself) to the confined heap `to`, for the thread
+// that uses `to`: hand `root` over through a synchronising queue (a mutex).
+// Build the graph while a heap of its own is current: pages move whole
+// (cgc_heap_transfer, docs/cpp.md). Throws std::logic_error with the
+// library's message if refused (nothing moved).
+template <class T>
+void transfer(const ref<T> &root, cgc_heap *to) {
+    cgc_object *header = root ? detail::header(root.get()) : nullptr;
+    if (cgc_heap_transfer(header, to) < 0) throw std::logic_error(cgc_error_message());
+}
+template <class T>
+void transfer(const ref<T> &root, const heap &to) {
+    transfer(root, to.get());
+}
 
 // Detaches the calling thread from its shared heap until the scope ends
 // (cgc_thread_detach / cgc_thread_attach, Py_BEGIN/END_ALLOW_THREADS): a

@@ -207,7 +207,11 @@ TEST_F(SharedCountsTest, TheOwnerExitsWhileOthersHoldItsObjects) {
         plain = cgc_object_new(&plain_type);
         Py_INCREF(plain);
         Py_DECREF(plain);
-        std::thread([&] { cgc_heap_set_current(heap_); ref<Counted> hop = kept; cgc_heap_set_current(nullptr); }).join();
+        std::thread([&] {
+            cgc_heap_set_current(heap_);
+            { ref<Counted> hop = kept; }  // (released while attached: after, it would be refused)
+            cgc_heap_set_current(nullptr);
+        }).join();
     });
     owner.join();
     EXPECT_EQ(kept.use_count(), 1);
