@@ -325,6 +325,67 @@ TEST_F(SharedHeapTest, FinalizersResurrectWhileOtherThreadsRun) {
     expect_all_freed_once();
 }
 
+// A finalizer that waits for a lock another attached thread holds while it
+// allocates (a safepoint): with the world stopped during finalizers, that
+// thread would be parked holding the lock and the finalizer would wait for
+// ever. CPython's order restarts the world for finalizers and callbacks.
+std::timed_mutex g_held_by_other;
+std::atomic<bool> g_finalizer_waits{false};
+std::atomic<int> g_finalizer_got_lock{0};
+
+void pair_finalize_wait_for_lock(PyObject *) {
+    g_finalizer_waits = true;
+    if (g_held_by_other.try_lock_for(std::chrono::seconds(10))) {
+        ++g_finalizer_got_lock;
+        g_held_by_other.unlock();
+    }
+}
+
+void weakref_callback_wait_for_lock(cgc_object *, void *) { pair_finalize_wait_for_lock(nullptr); }
+
+TEST_F(SharedHeapTest, FinalizersAndCallbacksRunWhileOtherThreadsRun) {
+    PyTypeObject waiting = pair_type;
+    waiting.tp_name = "shared_test.Waiting";
+    waiting.tp_finalize = pair_finalize_wait_for_lock;
+    waiting.tp_flags &= ~Py_TPFLAGS_READY;
+    ASSERT_EQ(PyType_Ready(&waiting), 0);
+    for (bool finalizer : {true, false}) {
+        g_finalizer_waits = false;
+        g_finalizer_got_lock = 0;
+        std::atomic<bool> holding{false};
+        std::vector<std::thread> other;
+        other.emplace_back([&] {
+            cgc_heap_set_current(heap_);
+            std::lock_guard guard(g_held_by_other);
+            holding = true;
+            // Allocates (safepoints) until the finalizer waits, and a while more.
+            while (!g_finalizer_waits) make_and_drop_chain(2);
+            for (int i = 0; i < 1000; ++i) make_and_drop_chain(2);
+            // (unlocked here, then detached)
+        });
+        while (!holding) std::this_thread::yield();
+        PyObject *a = new_pair();
+        PyObject *b = finalizer ? reinterpret_cast<PyObject *>(PyObject_GC_New(Pair, &waiting)) : new_pair();
+        if (finalizer) {
+            auto *pb = reinterpret_cast<Pair *>(b);
+            pb->first = pb->second = nullptr;
+            pb->state = kAlive;
+            g_made += 1;
+            PyObject_GC_Track(b);
+        }
+        reinterpret_cast<Pair *>(a)->first = Py_NewRef(b);
+        reinterpret_cast<Pair *>(b)->first = a;
+        // A weak reference (reachable) to the cycle, whose callback waits.
+        PyObject *weak = finalizer ? nullptr : cgc_weakref_new(b, weakref_callback_wait_for_lock, nullptr);
+        Py_DECREF(b);
+        EXPECT_EQ(cgc_collect(2), 2);
+        EXPECT_EQ(g_finalizer_got_lock, 1) << (finalizer ? "finalizer" : "weak reference callback");
+        join_detached(other);
+        Py_XDECREF(weak);
+    }
+    expect_all_freed_once();
+}
+
 TEST_F(SharedHeapTest, TheErrorIndicatorIsPerThread) {
     cgc_error_clear();
     std::thread([&] {
