@@ -66,14 +66,23 @@ PyTypeObject pair_type = [] {
     return type;
 }();
 
-PyObject *new_pair() {
-    Pair *pair = PyObject_GC_New(Pair, &pair_type);
+PyObject *new_pair(PyTypeObject *type = &pair_type) {
+    Pair *pair = PyObject_GC_New(Pair, type);
     if (!pair) return nullptr;
     pair->first = pair->second = nullptr;
     pair->state = kAlive;
     PyObject_GC_Track(reinterpret_cast<PyObject *>(pair));
     g_made.fetch_add(1, std::memory_order_relaxed);
     return reinterpret_cast<PyObject *>(pair);
+}
+
+// pair_type with a finalizer (to be readied).
+PyTypeObject pair_type_finalized_by(const char *name, destructor finalize) {
+    PyTypeObject type = pair_type;
+    type.tp_name = name;
+    type.tp_finalize = finalize;
+    type.tp_flags &= ~Py_TPFLAGS_READY;
+    return type;
 }
 
 // A ring of `length` pairs, each also pointing back to the first: dropped,
@@ -281,10 +290,7 @@ void pair_finalize_resurrect(PyObject *self) {
 }
 
 TEST_F(SharedHeapTest, FinalizersResurrectWhileOtherThreadsRun) {
-    PyTypeObject resurrecting = pair_type;
-    resurrecting.tp_name = "shared_test.Resurrecting";
-    resurrecting.tp_finalize = pair_finalize_resurrect;
-    resurrecting.tp_flags &= ~Py_TPFLAGS_READY;
+    PyTypeObject resurrecting = pair_type_finalized_by("shared_test.Resurrecting", pair_finalize_resurrect);
     ASSERT_EQ(PyType_Ready(&resurrecting), 0);
     std::atomic<bool> stop{false};
     std::vector<std::thread> others;
@@ -344,10 +350,7 @@ void pair_finalize_wait_for_lock(PyObject *) {
 void weakref_callback_wait_for_lock(cgc_object *, void *) { pair_finalize_wait_for_lock(nullptr); }
 
 TEST_F(SharedHeapTest, FinalizersAndCallbacksRunWhileOtherThreadsRun) {
-    PyTypeObject waiting = pair_type;
-    waiting.tp_name = "shared_test.Waiting";
-    waiting.tp_finalize = pair_finalize_wait_for_lock;
-    waiting.tp_flags &= ~Py_TPFLAGS_READY;
+    PyTypeObject waiting = pair_type_finalized_by("shared_test.Waiting", pair_finalize_wait_for_lock);
     ASSERT_EQ(PyType_Ready(&waiting), 0);
     for (bool finalizer : {true, false}) {
         g_finalizer_waits = false;
@@ -365,14 +368,7 @@ TEST_F(SharedHeapTest, FinalizersAndCallbacksRunWhileOtherThreadsRun) {
         });
         while (!holding) std::this_thread::yield();
         PyObject *a = new_pair();
-        PyObject *b = finalizer ? reinterpret_cast<PyObject *>(PyObject_GC_New(Pair, &waiting)) : new_pair();
-        if (finalizer) {
-            auto *pb = reinterpret_cast<Pair *>(b);
-            pb->first = pb->second = nullptr;
-            pb->state = kAlive;
-            g_made += 1;
-            PyObject_GC_Track(b);
-        }
+        PyObject *b = new_pair(finalizer ? &waiting : &pair_type);
         reinterpret_cast<Pair *>(a)->first = Py_NewRef(b);
         reinterpret_cast<Pair *>(b)->first = a;
         // A weak reference (reachable) to the cycle, whose callback waits.
