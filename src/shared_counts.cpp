@@ -294,8 +294,8 @@ void cgc_decref_slow(cgc_object *op) {
     }
     // (Refused: the reference is kept, as the release could race with a
     // collection that does not wait for this thread.)
-    if (unattached_use(*page_of(op)->heap, "Py_DECREF", op)) [[unlikely]]
-        return;
+    if (Heap &heap = *page_of(op)->heap; t_attached_heap != &heap && unattached_use(heap, "Py_DECREF", op))
+        [[unlikely]] return;
     if (!owned_here(word)) {
         decref_shared_count(op);
         return;

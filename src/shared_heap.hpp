@@ -47,6 +47,11 @@ struct SharedHeap {
     SharedHeap &operator=(const SharedHeap &) = delete;
 };
 
+// The shared heap the calling thread is attached to and not detached from
+// (null: none; stop_the_world.cpp keeps it): a release on another thread's
+// behalf is checked against it with one load (unattached_use otherwise).
+extern thread_local constinit Heap *t_attached_heap __attribute__((tls_model("initial-exec")));
+
 // ---- The count word of a shared heap's objects (cyclegc.h, "The count
 // word"): bit 63 set, bit 62 clear (so a count below zero or a trashcan
 // link, whose bits 62 and 63 are both set, is never taken for one), the

@@ -21,6 +21,7 @@
 namespace cyclegc::internal {
 
 constinit thread_local Trashcan t_shared_trashcan __attribute__((tls_model("initial-exec")));
+constinit thread_local Heap *t_attached_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
 
@@ -45,6 +46,7 @@ struct Attachment {
         shared.world_changed.notify_all();
         heap = nullptr;
         detached = false;
+        t_attached_heap = nullptr;
     }
 };
 thread_local Attachment t_attachment;
@@ -76,6 +78,7 @@ void attach_to(Heap *heap) {
     ++shared.attached;
     enter_running(shared, world);
     self.heap = heap;
+    t_attached_heap = heap;
 }
 
 bool attached_here(const Heap &heap) { return t_attachment.heap == &heap && !t_attachment.detached; }
@@ -220,6 +223,7 @@ void cgc_thread_detach(void) {
     SharedHeap &shared = *self.heap->shared;
     std::lock_guard guard(shared.world_lock);
     self.detached = true;
+    t_attached_heap = nullptr;
     leave_running(shared);
 }
 
@@ -230,6 +234,7 @@ void cgc_thread_attach(void) {
     std::unique_lock world(shared.world_lock);
     enter_running(shared, world);
     self.detached = false;
+    t_attached_heap = self.heap;
 }
 
 }  // extern "C"
