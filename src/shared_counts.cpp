@@ -162,6 +162,10 @@ void merge_queue(Heap &heap, Mine mine) {
 // still owns (found by a walk of the heap's pages, under the heap's state
 // lock), so that they die on whichever thread drops them last. Done attached
 // to the heap (a collection waits for it), the thread's attachment restored.
+// Pages lent to other threads are skipped (they change them without the
+// lock): an object there that it owns is queued by the decrement that
+// would take its shared count below zero, and merged by the next
+// collection.
 void give_up_heap(Heap &heap) {
     Heap *was = attached_heap();
     attach_to(&heap);
@@ -170,7 +174,10 @@ void give_up_heap(Heap &heap) {
     {
         StateLock guard(heap);
         PageSpace::WalkGuard walking(heap.space);
+        Heap *own = local_heap_here(heap);
         for (Page *page : heap.space.pages()) {
+            Heap *user = page_heap(page);
+            if (user != &heap && user != own) continue;
             for (uint32_t i = 0; i < page->bump; ++i) {
                 if (!(page->meta[i].flags & kAllocated)) continue;
                 cgc_object *op = page->object_at(i);

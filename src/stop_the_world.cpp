@@ -10,6 +10,11 @@
 // thread parks holding no lock, so the collector never waits for a lock a
 // parked thread holds; and it does not park inside a deallocation, where its
 // object, tracked at count 0 for a moment, would look like garbage.
+//
+// Each attached thread has a local heap (local_heaps.cpp), its
+// t_current_heap while it runs attached: a stopped world takes every local
+// heap back before the collection, and the stopping thread's fast paths use
+// the shared heap itself until it restarts the world.
 #include "heap.hpp"
 #include "shared_heap.hpp"
 
@@ -23,34 +28,56 @@ namespace {
 
 // The calling thread's attachment to a shared heap. Its destructor detaches
 // a thread that exits attached.
+// Counts the thread among the running ones, once no stop is in force.
+void enter_running(SharedHeap &shared, std::unique_lock<std::mutex> &world) {
+    shared.world_changed.wait(world, [&] { return !shared.stop_requested.load(std::memory_order_relaxed); });
+    ++shared.running;
+}
+
 struct Attachment {
     Heap *heap = nullptr;  // the shared heap the thread is attached to
+    Heap *local = nullptr;  // its local heap (null: out of memory, all slow paths)
     bool detached = false;  // between cgc_thread_detach and cgc_thread_attach
     Heap *stopped = nullptr;  // the heap whose world this thread stopped (it collects)
+    Heap *before_stop = nullptr;  // its t_current_heap before (restored at the restart)
     int lock_depth = 0;  // StateLock scopes open on this thread
 
     ~Attachment() { leave(); }
 
+    // The fast paths' heap while the thread runs attached.
+    void use_local() const { t_current_heap = local; }
+
     void leave() {
         if (!heap) return;
         SharedHeap &shared = *heap->shared;
+        if (local) {
+            // The local heap goes back running (not during a collection).
+            if (detached) {
+                std::unique_lock world(shared.world_lock);
+                enter_running(shared, world);
+                detached = false;
+            }
+            if (t_current_heap == local) t_current_heap = nullptr;
+            {
+                StateLock guard(*heap);
+                take_back(*heap, *local);
+            }
+            std::lock_guard guard(shared.world_lock);
+            std::erase(shared.locals, local);
+        }
         {
             std::lock_guard guard(shared.world_lock);
             if (!detached) --shared.running;
             --shared.attached;
         }
         shared.world_changed.notify_all();
+        delete_local_heap(local);
+        local = nullptr;
         heap = nullptr;
         detached = false;
     }
 };
 thread_local Attachment t_attachment;
-
-// Counts the thread among the running ones, once no stop is in force.
-void enter_running(SharedHeap &shared, std::unique_lock<std::mutex> &world) {
-    shared.world_changed.wait(world, [&] { return !shared.stop_requested.load(std::memory_order_relaxed); });
-    ++shared.running;
-}
 
 // Stops counting the thread as running (the stopping thread may be waiting
 // for that).
@@ -65,7 +92,10 @@ Heap *attached_heap() { return t_attachment.heap; }
 
 void attach_to(Heap *heap) {
     Attachment &self = t_attachment;
-    if (self.heap == heap) return;
+    if (self.heap == heap) {
+        if (heap && !self.detached && !self.stopped) self.use_local();
+        return;
+    }
     self.leave();
     if (!heap || !heap->shared) return;
     SharedHeap &shared = *heap->shared;
@@ -73,6 +103,16 @@ void attach_to(Heap *heap) {
     ++shared.attached;
     enter_running(shared, world);
     self.heap = heap;
+    self.local = make_local_heap(*heap);
+    if (self.local) {
+        try {
+            shared.locals.push_back(self.local);
+        } catch (const std::bad_alloc &) {
+            delete_local_heap(self.local);
+            self.local = nullptr;
+        }
+    }
+    self.use_local();
 }
 
 bool attached_here(const Heap &heap) { return t_attachment.heap == &heap && !t_attachment.detached; }
@@ -145,6 +185,11 @@ bool stop_world(Heap &heap) {
     world.unlock();
     StateLock guard(heap);  // (the statistics are read from any thread)
     heap.stops.record(pause_clock_ns(false) - requested);
+    for (Heap *local : shared.locals) take_back(heap, *local);
+    // Alone with the heap until the restart: the fast paths use it as a
+    // confined heap's (a collection's deaths, its finalizers' allocations).
+    self.before_stop = t_current_heap;
+    t_current_heap = &heap;
     return true;
 }
 
@@ -156,6 +201,7 @@ void restart_world(Heap &heap) {
         t_attachment.stopped = nullptr;
     }
     shared.world_changed.notify_all();
+    t_current_heap = t_attachment.before_stop;
 }
 
 cgc_ssize_t collect_stopped(Heap &heap, int generation, bool automatic) {
@@ -177,6 +223,7 @@ void cgc_thread_detach(void) {
     SharedHeap &shared = *self.heap->shared;
     std::lock_guard guard(shared.world_lock);
     self.detached = true;
+    t_current_heap = nullptr;  // (a detached thread's local heap is the stopped world's to take back)
     leave_running(shared);
 }
 
@@ -187,6 +234,7 @@ void cgc_thread_attach(void) {
     std::unique_lock world(shared.world_lock);
     enter_running(shared, world);
     self.detached = false;
+    self.use_local();
 }
 
 }  // extern "C"

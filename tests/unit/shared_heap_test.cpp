@@ -394,6 +394,75 @@ TEST_F(SharedHeapTest, CxxHeapAndDetachedScope) {
     EXPECT_EQ(cgc_collect(2), 3);
 }
 
+// Each attached thread allocates in pages of its own (local heaps): the
+// objects another thread frees go back to their page's thread, which
+// allocates in their slots again, each freed once.
+TEST_F(SharedHeapTest, SlotsFreedByAnotherThreadAreReusedByTheirOwner) {
+    constexpr int kObjects = 2000;
+    std::vector<PyObject *> handed(kObjects);
+    std::set<PyObject *> first_slots;
+    for (PyObject *&op : handed) {
+        op = new_pair();
+        first_slots.insert(op);
+    }
+    std::thread consumer([&] {
+        cgc_heap_set_current(heap_);
+        for (PyObject *op : handed) Py_INCREF(op);  // (counted in the shared counts)
+        cgc_heap_set_current(nullptr);
+    });
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(consumer));
+    join_detached(threads);
+    threads.clear();
+    for (PyObject *op : handed) Py_DECREF(op);  // the owner's counts merge: the consumer's are the last
+    std::thread dropper([&] {
+        cgc_heap_set_current(heap_);
+        for (PyObject *op : handed) Py_DECREF(op);  // freed on this thread, into the owner's pages
+        cgc_heap_set_current(nullptr);
+    });
+    threads.push_back(std::move(dropper));
+    join_detached(threads);
+    EXPECT_EQ(g_freed.load(), kObjects);
+    int reused = 0;
+    for (PyObject *&op : handed) {
+        op = new_pair();
+        reused += first_slots.count(op) ? 1 : 0;
+    }
+    // (The first new ones fill the never-used end of the owner's last page.)
+    EXPECT_GE(reused, kObjects / 2) << "slots freed by another thread were not given back to their owner";
+    for (PyObject *op : handed) Py_DECREF(op);
+    expect_all_freed_once();
+}
+
+// A thread's tracked objects are in no list until a stopped world takes its
+// local heap back: one that exits leaves its garbage to a young collection.
+TEST_F(SharedHeapTest, AThreadThatExitsLeavesItsYoungObjectsToACollection) {
+    cgc_set_threshold(0, 0);  // (no automatic collection)
+    std::thread([&] {
+        cgc_heap_set_current(heap_);
+        for (int i = 0; i < 10; ++i) make_and_drop_ring(3);
+    }).join();  // (exits attached)
+    EXPECT_EQ(cgc_collect(0), 30);
+    std::thread([&] {
+        cgc_heap_set_current(heap_);
+        for (int i = 0; i < 10; ++i) make_and_drop_ring(3);
+        cgc_heap_set_current(nullptr);
+    }).join();
+    EXPECT_EQ(cgc_collect(0), 30);
+    expect_all_freed_once();
+}
+
+// Allocations on a thread's local heap count toward the shared heap's
+// automatic collections.
+TEST_F(SharedHeapTest, LocalAllocationsStartAutomaticCollections) {
+    cgc_set_threshold(0, 100);
+    on_attached_threads(heap_, 2, [&](int) {
+        for (int round = 0; round < 1000; ++round) make_and_drop_ring(3);
+    });
+    EXPECT_GT(g_freed.load(), 0) << "no automatic collection ran";
+    expect_all_freed_once();
+}
+
 // Threads that never choose a heap each get one of their own.
 TEST(FirstUseHeap, ThreadsThatChooseNoHeapDoNotShareOne) {
     for (int run = 0; run < 20; ++run) {
