@@ -253,7 +253,9 @@ namespace {
 [[gnu::always_inline]] inline Page *fast_page(Heap &heap, size_t size) {
     Page *page = heap.space.page_with_room(size);
     Generation &young = heap.generations[0];
-    if (!page || young.count >= young.threshold) return nullptr;
+    // (Relaxed-atomic, a plain load: a thread stopping a shared heap's world
+    // sets a local heap's threshold to 0, see poke_local_heaps.)
+    if (!page || young.count >= std::atomic_ref(young.threshold).load(std::memory_order_relaxed)) return nullptr;
     young.count++;
     return page;
 }

@@ -23,6 +23,20 @@
 
 namespace cyclegc::internal {
 
+namespace {
+
+// A local heap's threshold is read by its thread's allocation fast path
+// while a stopping thread may set it (poke_local_heaps): relaxed atomics.
+void set_local_threshold(Heap &local, cgc_ssize_t threshold) {
+    std::atomic_ref(local.generations[0].threshold).store(threshold, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void poke_local_heaps(Heap &shared) {
+    for (Heap *local : shared.shared->locals) set_local_threshold(*local, 0);
+}
+
 Heap *make_local_heap(Heap &shared) {
     Heap *local = new (std::nothrow) Heap();
     if (!local) return nullptr;
@@ -33,7 +47,7 @@ Heap *make_local_heap(Heap &shared) {
     // Its generation 0 array has no room, so that try_track places each
     // object unlisted (word kPrivateYoung), not in an array of its own.
     local->young_unlisted[0] = 1;
-    local->generations[0].threshold = 0;  // (its first allocation borrows a page)
+    set_local_threshold(*local, 0);  // (its first allocation borrows a page)
     // Deaths take cgc_dealloc's general path, with the thread's trashcan
     // (t_shared_trashcan) and the shared heap's phase.
     local->trashcan.depth = kMaxDeallocDepth;
@@ -71,7 +85,7 @@ void take_back(Heap &shared, Heap &local) {
     local.space.give_back(shared.space, [] {});
     fold_count(shared, local);
     local.young_unlisted[0] = 1;
-    young.threshold = 0;  // (its next allocation borrows a page again)
+    set_local_threshold(local, 0);  // (its next allocation borrows a page again)
 }
 
 void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
@@ -87,7 +101,10 @@ void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
     }
     if (!page) return nullptr;
     const Generation &total = shared.generations[0];
-    young.threshold = total.threshold == PTRDIFF_MAX ? PTRDIFF_MAX : std::max<cgc_ssize_t>(total.threshold - total.count, 0);
+    cgc_ssize_t left = total.threshold == PTRDIFF_MAX ? PTRDIFF_MAX : std::max<cgc_ssize_t>(total.threshold - total.count, 0);
+    // (A stop asked before this thread took the state lock poked the local
+    // heaps already: keep this one poked.)
+    set_local_threshold(local, shared.shared->stop_requested.load(std::memory_order_relaxed) ? 0 : left);
     return local.space.take_slot<true>(page).memory;
 }
 

@@ -101,6 +101,10 @@ void delete_local_heap(Heap *local);
 // shared heap. The caller holds the state lock; the local heap's thread is
 // the caller, or parked, or detached.
 void take_back(Heap &shared, Heap &local);
+// Sends every local heap's next allocation to the slow path, a safepoint:
+// a stopping thread's request reaches threads that allocate on fast paths.
+// The caller holds the state lock, and has set stop_requested.
+void poke_local_heaps(Heap &shared);
 // Counts the local heap's allocations in the shared heap's generation 0
 // (state lock held).
 void fold_count(Heap &shared, Heap &local);

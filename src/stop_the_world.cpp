@@ -179,6 +179,13 @@ bool stop_world(Heap &heap) {
         requested = pause_clock_ns(false);
     }
     shared.stop_requested.store(true, std::memory_order_relaxed);
+    {
+        // (The mutex itself: waiting through lock_state would park this
+        // thread for its own stop. No thread waits for the world lock while
+        // it holds the state lock.)
+        std::lock_guard state(shared.state_lock);
+        poke_local_heaps(heap);
+    }
     int self_count = counted ? 1 : 0;
     shared.world_changed.wait(world, [&] { return shared.running == self_count; });
     self.stopped = &heap;

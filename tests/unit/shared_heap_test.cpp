@@ -452,6 +452,39 @@ TEST_F(SharedHeapTest, AThreadThatExitsLeavesItsYoungObjectsToACollection) {
     expect_all_freed_once();
 }
 
+// A thread whose allocations all take the fast paths (each object freed
+// before the next) still parks when another stops the world.
+TEST_F(SharedHeapTest, AStopReachesAThreadThatAllocatesOnFastPathsOnly) {
+    std::atomic<bool> stop{false}, started{false}, done{false};
+    std::thread other([&] {
+        cgc_heap_set_current(heap_);
+        while (!stop) {
+            make_and_drop_chain(1);
+            started = true;
+        }
+        cgc_heap_set_current(nullptr);
+    });
+    std::thread collector([&] {
+        while (!started) std::this_thread::yield();
+        cgc_heap_set_current(heap_);
+        for (int i = 0; i < 20; ++i) cgc_collect(0);
+        cgc_heap_set_current(nullptr);
+        done = true;
+    });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    Py_BEGIN_ALLOW_THREADS
+    while (!done && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Py_END_ALLOW_THREADS
+    ASSERT_TRUE(done) << "a stop waited for a thread that allocates on fast paths";
+    stop = true;
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(other));
+    threads.push_back(std::move(collector));
+    join_detached(threads);
+    expect_all_freed_once();
+}
+
 // Allocations on a thread's local heap count toward the shared heap's
 // automatic collections.
 TEST_F(SharedHeapTest, LocalAllocationsStartAutomaticCollections) {
