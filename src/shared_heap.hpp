@@ -116,6 +116,11 @@ void *allocate_in_local(Heap &shared, Heap &local, size_t size);
 // The calling thread's local heap of `shared` (null: none, or stopped).
 Heap *local_heap_here(const Heap &shared);
 
+// Deallocates a shared heap's object whose count reached zero (its word a
+// plain 0): on a thread with a local heap as cgc_dealloc's fast path does a
+// confined one, with the thread's trashcan; a C++ object in a page lent to
+// the thread released in one call (dealloc.cpp).
+void dealloc_shared(cgc_object *op);
 // Takes a reference to `op` unless its count reached zero (a weak
 // reference's referent, which another thread may be releasing).
 bool try_incref(cgc_object *op);
