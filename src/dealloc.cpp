@@ -204,8 +204,9 @@ bool release_lent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) 
 
 }  // namespace
 
-// (A thread with a local heap runs while no collection does: nothing is
-// analysed, and the shared heap's phase is idle.)
+// (A thread with a local heap runs while no collection analyses the graph:
+// the analysis runs with the world stopped. A collection's member dying
+// meanwhile, from a finalizer, takes destroy's general path.)
 void dealloc_shared(cgc_object *op) {
     Heap *local = t_current_heap;
     Trashcan &trashcan = t_shared_trashcan;

@@ -181,13 +181,14 @@ inline Page *page_of(const void *p) {
     return reinterpret_cast<Page *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t(kPageSize) - 1));
 }
 // The heap whose fast paths use the page: its heap, or the local heap of
-// the thread a shared heap lent it to. Read relaxed-atomically: another
-// thread may lend the page meanwhile (a plain load on x86).
+// the thread a shared heap lent it to. Atomic: another thread may lend the
+// page meanwhile; acquire, to read the local heap's fields (home) its
+// thread wrote before the page was lent (a plain load and store on x86).
 inline Heap *page_heap(const Page *page) {
-    return std::atomic_ref(const_cast<Page *>(page)->heap).load(std::memory_order_relaxed);
+    return std::atomic_ref(const_cast<Page *>(page)->heap).load(std::memory_order_acquire);
 }
 inline void set_page_heap(Page *page, Heap *heap) {
-    std::atomic_ref(page->heap).store(heap, std::memory_order_relaxed);
+    std::atomic_ref(page->heap).store(heap, std::memory_order_release);
 }
 inline GcMeta &meta_of(const void *p) {
     Page *page = page_of(p);
