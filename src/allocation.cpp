@@ -130,7 +130,7 @@ namespace {
                                      const char *function) {
     GcMeta &meta = page->meta[index];
     if (refuse_if_freed(meta, function, memory, op, "not freed again (a second free of it)")) return;
-    Heap &heap = *page->heap;
+    Heap &heap = *page_heap(page)->home;
     void *slot = page->slot(index);
     cgc_object *object = object_at_slot(slot, meta);
     if (!owned_here(heap, function, object)) return;
@@ -151,7 +151,7 @@ namespace {
     StateLock guard(heap);
     if (meta.flags & kTracked) remove_from_lists(heap, object, meta);
     if (is_weakref(object)) detach_weakref(object);  // freed without its tp_dealloc (which detaches it)
-    free_slot(heap, page, index);
+    release_slot(heap, page, index);
 }
 
 namespace {
@@ -189,22 +189,37 @@ void note_gc_allocation(Heap &heap) {
     if (count_gc_allocation(heap)) collect_automatic(heap);
 }
 
+namespace {
+
+// A shared heap's slot (state lock held): in a page lent to the calling
+// thread if it has a local heap and the size is small.
+void *allocate_shared(Heap &heap, Heap *local, size_t size) {
+    if (local)
+        if (void *memory = allocate_in_local(heap, *local, size)) return memory;
+    return heap.space.allocate(heap, size);
+}
+
+}  // namespace
+
 void *allocate_counted(Heap &heap, size_t size) {
     if (!heap.shared) [[likely]] {
         note_gc_allocation(heap);
         return heap.space.allocate(heap, size);
     }
-    // A shared heap's allocation: a safepoint, then the count and the slot
-    // under one hold of the state lock, unless a collection is due (it
-    // runs with the world stopped, so not under the lock).
+    // A shared heap's allocation: a safepoint, then the count (the local
+    // heap's added) and the slot under one hold of the state lock, unless a
+    // collection is due (it runs with the world stopped, so not under the
+    // lock).
     safepoint(heap);
+    Heap *local = local_heap_here(heap);
     {
         StateLock guard(heap);
-        if (!count_gc_allocation(heap)) return heap.space.allocate(heap, size);
+        if (local) fold_count(heap, *local);
+        if (!count_gc_allocation(heap)) return allocate_shared(heap, local, size);
     }
     collect_stopped(heap, 0, true);
     StateLock guard(heap);
-    return heap.space.allocate(heap, size);
+    return allocate_shared(heap, local, size);
 }
 
 }  // namespace cyclegc::internal
@@ -238,7 +253,9 @@ namespace {
 [[gnu::always_inline]] inline Page *fast_page(Heap &heap, size_t size) {
     Page *page = heap.space.page_with_room(size);
     Generation &young = heap.generations[0];
-    if (!page || young.count >= young.threshold) return nullptr;
+    // (Relaxed-atomic, a plain load: a thread stopping a shared heap's world
+    // sets a local heap's threshold to 0, see poke_local_heaps.)
+    if (!page || young.count >= std::atomic_ref(young.threshold).load(std::memory_order_relaxed)) return nullptr;
     young.count++;
     return page;
 }
@@ -264,7 +281,7 @@ namespace {
     auto *op = static_cast<cgc_object *>(heap->space.take_slot<true>(page).memory);
     op->ob_refcnt = 1;
     op->ob_type = type;
-    if (heap->is_shared()) [[unlikely]] init_shared_object(*heap, op);
+    if (heap->is_shared()) [[unlikely]] init_shared_object(*heap->home, op);
     if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -315,7 +332,7 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
     }
     if (refuse_if_too_large(static_cast<size_t>(size), function, type)) return nullptr;
     Heap &heap = heap_of(&op->ob_base);
-    StateLock guard(heap);
+    StateLock guard(heap);  // (the new slot in a page of the heap's own: not lent)
     auto *moved = static_cast<cgc_var_object *>(heap.space.allocate(heap, static_cast<size_t>(size)));
     if (!moved) {
         report(CGC_ERR_MEMORY, "%s: out of memory for %td items of type '%s'", function, nitems,
@@ -329,7 +346,7 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
     GcMeta &moved_meta = meta_of(moved);
     moved_meta.flags = static_cast<uint8_t>(moved_meta.flags | (meta.flags & (kFinalized | kHasWeakrefs)));
     if (meta.flags & kHasWeakrefs) move_weakrefs(heap, &op->ob_base, &moved->ob_base);
-    heap.space.release(op);
+    release_slot(heap, page_of(op), page_of(op)->index_of(op), false);
     moved->ob_size = nitems;
     return moved;
 }
@@ -341,11 +358,11 @@ void cgc_gc_del(void *memory) {
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
     // (An object of another heap than the thread's current one: the slow
     // path checks that the thread owns it.)
-    if (!is_plain_allocated(page->meta[index]) || page->heap != t_current_heap) [[unlikely]] {
+    if (!is_plain_allocated(page->meta[index]) || page_heap(page) != t_current_heap) [[unlikely]] {
         raw_free_slow(page, index, op, op, "cgc_gc_del (PyObject_GC_Del)");
         return;
     }
-    free_slot(*page->heap, page, index);
+    free_slot(*page_heap(page), page, index);
 }
 
 cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment) {
@@ -369,9 +386,9 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     // The offset and the tracking in one store (see track_fast). (A shared
     // heap's object is tracked under its state lock, by track_slow.)
     Page *page = page_of(slot.memory);
-    Heap &heap = *page->heap;
-    if (heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
-    bool tracked = track && page->heap == t_current_heap && try_track(heap, bits, op);
+    Heap &heap = *page_heap(page);
+    if (heap.is_shared()) [[unlikely]] init_shared_object(*heap.home, op);
+    bool tracked = track && &heap == t_current_heap && try_track(heap, bits, op);
     set_meta_bits(meta, bits);
     if (track && !tracked) track_slow(op);
 }
@@ -384,11 +401,12 @@ void cgc_gc_raw_free(void *memory) {
     if (!memory) return;
     Page *page = page_of(memory);
     uint32_t index = page->index_of(memory);
-    // (A shared heap's slot is freed under its state lock, by raw_free_slow.)
-    if (!is_plain_allocated(page->meta[index]) || page->heap != t_current_heap)
+    // (A shared heap's slot outside the thread's lent pages is freed under
+    // its state lock, by raw_free_slow.)
+    if (!is_plain_allocated(page->meta[index]) || page_heap(page) != t_current_heap)
         raw_free_slow(page, index, memory, nullptr, "cgc_gc_raw_free");
     else  // the common case
-        free_slot(*page->heap, page, index);
+        free_slot(*page_heap(page), page, index);
 }
 
 }  // extern "C"

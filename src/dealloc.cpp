@@ -191,7 +191,34 @@ void run_deferred_deallocs(Trashcan &trashcan) {
     }
 }
 
+// release_cxx for a C++ object in a page lent to the calling thread (its
+// local heap `local`), untracked or tracked there: false for any other.
+bool release_lent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+    Page *page = page_of(op);
+    GcMeta &meta = page->meta[page->index_of(op)];
+    if (page_heap(page) != &local || (meta.flags & (kHeld | kHasWeakrefs))) return false;
+    if ((meta.flags & kTracked) && !untrack_private(meta)) return false;
+    destroy_and_free(op);
+    return true;
+}
+
 }  // namespace
+
+// (A thread with a local heap runs while no collection analyses the graph:
+// the analysis runs with the world stopped. A collection's member dying
+// meanwhile, from a finalizer, takes destroy's general path.)
+void dealloc_shared(cgc_object *op) {
+    Heap *local = t_current_heap;
+    Trashcan &trashcan = t_shared_trashcan;
+    if (!local || !local->is_local() || trashcan.depth >= kMaxDeallocDepth) {
+        cgc_dealloc(op);
+        return;
+    }
+    ++trashcan.depth;
+    cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy;
+    if (!destroy_cxx || !release_lent(op, *local, destroy_cxx)) destroy(op);
+    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+}
 
 // A count reached zero inside tp_traverse. Freeing a tracked object there
 // would leave the collector a dangling pointer: refused (the object stays,

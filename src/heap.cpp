@@ -160,14 +160,13 @@ void delete_shared_heap(Heap *heap) {
                                "not deleted (each must choose another heap or exit first)", others);
         return;
     }
-    Heap *previous_confined = t_current_heap;
     Heap *previous_shared = attached_heap();
+    Heap *previous_confined = previous_shared ? nullptr : t_current_heap;
     attach_to(heap);
-    t_current_heap = nullptr;
     cgc_finalize();
-    bool empty = heap->space.live_objects() == 0;
     attach_to(previous_shared == heap ? nullptr : previous_shared);
-    t_current_heap = previous_confined;
+    bool empty = heap->space.live_objects() == 0;  // (its local heaps taken back)
+    if (!attached_heap()) t_current_heap = previous_confined;
     if (!empty) {
         report(CGC_ERR_MISUSE, "cgc_heap_delete: the shared heap still has live GC objects; its state is kept "
                                "(leaked) so that they stay valid");
@@ -298,7 +297,7 @@ void cgc_heap_delete(cgc_heap *handle) {
         delete_shared_heap(heap);
         return;
     }
-    Heap *previous = &current_heap();
+    Heap *previous = t_current_heap;  // (a local heap if the thread is attached)
     t_current_heap = heap;
     claim(*heap);  // (deleting it is the last use: this thread's)
     cgc_finalize();
@@ -333,9 +332,10 @@ cgc_heap *cgc_heap_current(void) { return reinterpret_cast<cgc_heap *>(&current_
 
 void cgc_heap_set_current(cgc_heap *handle) {
     Heap *heap = reinterpret_cast<Heap *>(handle);
-    attach_to(heap);  // (a shared heap: attached; else detached from one)
-    if (!heap || heap->shared) {
-        t_current_heap = nullptr;  // the thread's own heap on next use, or the shared heap
+    attach_to(heap);  // (a shared heap: attached, its local heap current; else detached from one)
+    if (heap && heap->shared) return;
+    if (!heap) {
+        t_current_heap = nullptr;  // the thread's own heap on next use
         return;
     }
     claim(*heap);

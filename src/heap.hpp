@@ -106,6 +106,10 @@ constexpr int kMaxDeallocDepth = 50;
 constexpr size_t kYoungListCap = size_t(1) << 13;
 // GcMeta::word of an unlisted young object.
 constexpr uint32_t kUnlisted = UINT32_MAX;
+// GcMeta::word of a young object a thread tracked in its local heap (a part
+// of a shared heap): in no list until a stopped world lists it in the shared
+// heap's (take_back, local_heaps.cpp).
+constexpr uint32_t kPrivateYoung = UINT32_MAX - 1;
 
 struct Heap {
     PageSpace space;  // where GC objects live
@@ -121,6 +125,7 @@ struct Heap {
     // program loads its data), each would cost 8 more bytes there and a walk
     // costs no more than twice the array (see place_in_generation).
     size_t young_unlisted[2] = {0, 0};
+    uint32_t unlisted_word = kUnlisted;  // (a local heap's: kPrivateYoung)
     size_t young_list_cap = kYoungListCap;
     bool unlist_whatever_the_heap = false;  // (both set by CYCLEGC_YOUNG_LIST_CAP: tests)
     // The unreachable objects of the running collection (GcMeta::word is the
@@ -235,10 +240,16 @@ struct Heap {
     // A shared heap's threads and counts (shared_heap.hpp); null for a heap
     // confined to one thread. A shared heap has no owner (owner stays 0).
     SharedHeap *shared = nullptr;
+    // The heap whose state this is: itself, or for a local heap (a thread's
+    // part of a shared heap, local_heaps.cpp) the shared heap.
+    Heap *home = this;
 
     Heap();
     ~Heap();
+    Heap(const Heap &) = delete;
+    Heap &operator=(const Heap &) = delete;
     bool is_shared() const { return shared != nullptr; }
+    bool is_local() const { return home != this; }
     bool collecting() const { return phase != Phase::idle; }
     // The length up to which a young array grows before its objects may go
     // unlisted, and the storage generation 0's array keeps from one
@@ -266,16 +277,19 @@ struct Heap {
 void note_heap_made(const Heap *heap);
 void note_heap_gone(const Heap *heap);
 
-// The calling thread's current heap if it is confined (null otherwise: the
-// thread's attached shared heap, or none chosen yet), so that every inline
-// fast path that compares an object's heap with it sends the objects of a
-// shared heap down the slow paths, which take its state lock.
+// The heap of the calling thread's fast paths: its current heap if it is
+// confined; its local heap if it is attached to a shared heap (null while
+// detached or while it stops the world); null if it chose none yet. The
+// inline fast paths compare an object's page_heap with it: a shared heap's
+// objects outside the thread's lent pages take the slow paths, which take
+// the shared heap's state lock.
 extern thread_local constinit Heap *t_current_heap __attribute__((tls_model("initial-exec")));
 Heap &current_heap_slow();
-// The calling thread's current heap (the default heap until one is set).
+// The calling thread's current heap (the default heap until one is set; a
+// shared heap, not the thread's local part of it).
 inline Heap &current_heap() {
     Heap *heap = t_current_heap;
-    return heap ? *heap : current_heap_slow();
+    return heap ? *heap->home : current_heap_slow();
 }
 
 // A number for the calling thread, unique in the process (0: not numbered
@@ -494,8 +508,9 @@ void track_slow(cgc_object *op);
 void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op, const char *function);
 void untrack_slow(cgc_object *op);
 
-// Tracking (tracking.cpp): the heap of the object's page keeps the lists.
-inline Heap &heap_of(const cgc_object *op) { return *page_of(op)->heap; }
+// Tracking (tracking.cpp): the heap of the object's page keeps the lists
+// (a shared heap's, for a page lent to a thread).
+inline Heap &heap_of(const cgc_object *op) { return *page_heap(page_of(op))->home; }
 
 // The common case of tracking: not tracked yet, room in generation 0's
 // array. Updates `bits` (the object's GcMeta, see meta_bits) for the caller
@@ -514,7 +529,7 @@ inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
         // decides (or refuses: the array is parked during an analysis).
         if (!heap.young_unlisted[0]) return false;
         ++heap.young_unlisted[0];
-        word = kUnlisted;
+        word = heap.unlisted_word;
     } else {
         young.push_back(op);
     }
@@ -537,7 +552,8 @@ inline bool track_fast(Page *page, GcMeta &meta, cgc_object *op) {
     uint64_t bits = meta_bits(meta);
     // An object of another heap than the thread's current one: the slow
     // path checks that the thread owns that heap.
-    if (page->heap != t_current_heap || !try_track(*page->heap, bits, op)) return false;
+    Heap *heap = page_heap(page);
+    if (heap != t_current_heap || !try_track(*heap, bits, op)) return false;
     set_meta_bits(meta, bits);
     return true;
 }
@@ -563,6 +579,17 @@ inline bool untrack_newest(Heap &heap, GcMeta &meta, cgc_object *op) {
         set_meta_bits(meta, meta_flag_bits(kAllocated) | young.size());
         return true;
     }
+    set_meta_bits(meta, bits & ~meta_flag_bits(kTracked));
+    return true;
+}
+
+// Untracks an object a thread tracked in its local heap (kPrivateYoung),
+// in no list: false if it is not one.
+inline bool untrack_private(GcMeta &meta) {
+    uint64_t bits = meta_bits(meta);
+    constexpr uint64_t kPlace = kMetaWordBits | kMetaGenerationBits | kMetaScheduleBits |
+                                meta_flag_bits(kTracked | kCollecting | kUncollectable);
+    if ((bits & kPlace) != (meta_flag_bits(kTracked) | kPrivateYoung)) return false;
     set_meta_bits(meta, bits & ~meta_flag_bits(kTracked));
     return true;
 }
@@ -610,6 +637,11 @@ inline void free_slot(Heap &heap, Page *page, uint32_t index) {
     if (young.count > 0) young.count--;
     heap.space.release_at(page, index);
 }
+// free_slot from a slow path, `heap` being the page's (home) heap, whose
+// state lock the caller holds: a page lent to another thread gets the slot
+// on its remote list (local_heaps.cpp). `counted`: the slot counted as an
+// allocation (else resized away).
+void release_slot(Heap &heap, Page *page, uint32_t index, bool counted = true);
 
 // cyclegc holds a reference to the object while user code (its finalizer,
 // its tp_clear) runs: a Py_DECREF too many meanwhile is refused (see

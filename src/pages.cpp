@@ -70,6 +70,7 @@ void PageSpace::receive_slow() {
             continue;
         }
         for (Page *page : parcel->pages) {
+            if (!owner_) owner_ = page_heap(page);  // (a heap whose first pages came by transfer)
             page->index_in_heap = static_cast<uint32_t>(pages_.size());
             pages_.push_back(page);
             page_bytes_ += page->region_size;
@@ -118,6 +119,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     // MADV_DONTNEED; a kept page needs clearing.
     if (dirty) std::memset(memory, 0, region_size);
     auto *page = static_cast<Page *>(memory);
+    owner_ = &heap;
     page->heap = &heap;
     page->walk_all_tracked = true;
     page->in_transit = false;
@@ -204,9 +206,43 @@ static bool empty_page_goes_back(const Page *page) {
            (page->size_class == kLargeClass || page->next_partial || page->prev_partial);
 }
 
+Page *PageSpace::lend(Heap &heap, size_t size, Heap &to) {
+    int size_class = class_of(size);
+    Page *page = partial_[size_class];
+    while (page && page->used == page->slot_count) {  // filled up by take_slot
+        unlink_partial(page);
+        page = partial_[size_class];
+    }
+    if (!page) page = new_page(heap, static_cast<uint32_t>(class_size(size_class)), static_cast<uint32_t>(size_class), kPageSize);
+    if (!page) return nullptr;
+    unlink_partial(page);
+    set_page_heap(page, &to);
+    return page;
+}
+
+Page *PageSpace::page_to_fill(PageSpace &lender, Heap &shared, Heap &local, size_t size) {
+    if (size - 1 >= kSmallLimit) return nullptr;
+    int size_class = class_of(size);
+    for (Page *page = partial_[size_class]; page; page = partial_[size_class]) {
+        if (page->used < page->slot_count) return page;
+        unlink_partial(page);  // (full: taken back into the list when a slot is freed)
+    }
+    pages_.reserve(pages_.size() + 1);  // (may throw: before a page is lent)
+    Page *page = lender.lend(shared, size, local);
+    if (!page) return nullptr;
+    pages_.push_back(page);
+    link_partial(page);
+    return page;
+}
+
 // (release_at() has poisoned the slot.)
 void PageSpace::release_slow(Page *page, uint32_t index) {
     receive();  // (a page transferred here is in pages_ before it may be freed)
+    if (borrows_) {  // (a lent page stays lent, empty or not, until given back)
+        push_free(page, index);
+        if (!page->in_partial_list) link_partial(page);
+        return;
+    }
     if (page->size_class == kLargeClass) {
         // A kept page keeps its header: its one slot must read as free, so
         // that a second free of the object is refused, not a second release.
@@ -236,7 +272,7 @@ void PageSpace::end_transit(Page *page) {
 void PageSpace::free_emptied_pages() {
     emptied_during_walk_ = false;
     for (size_t p = 0; p < pages_.size();) {
-        if (empty_page_goes_back(pages_[p]))
+        if (page_heap(pages_[p]) == owner_ && empty_page_goes_back(pages_[p]))  // (not a lent page)
             free_page(pages_[p]);  // (the last page takes its place)
         else
             ++p;

@@ -159,6 +159,11 @@ struct Page {
     // A shared heap's page: each slot's shared reference count
     // (shared_heap.hpp), allocated with the page; null in a confined heap.
     std::atomic<int64_t> *shared_counts;
+    // A shared heap's page lent to a thread (its local heap, PageSpace::lend):
+    // slots that other threads freed, pushed without a lock for that thread
+    // to take back (index + 1 of the first, 0: none; each slot's shared
+    // count holds the next). See push_remote and drain_remote.
+    std::atomic<uint32_t> remote_free;
     alignas(8) GcMeta meta[];  // slot_count entries (a flexible array: GNU C++); 8-aligned: AS_GC
 
     uint32_t index_of(const void *p) const {
@@ -179,6 +184,16 @@ inline cgc_object *object_at_slot(void *slot, const GcMeta &meta) {
 
 inline Page *page_of(const void *p) {
     return reinterpret_cast<Page *>(reinterpret_cast<uintptr_t>(p) & ~(uintptr_t(kPageSize) - 1));
+}
+// The heap whose fast paths use the page: its heap, or the local heap of
+// the thread a shared heap lent it to. Atomic: another thread may lend the
+// page meanwhile; acquire, to read the local heap's fields (home) its
+// thread wrote before the page was lent (a plain load and store on x86).
+inline Heap *page_heap(const Page *page) {
+    return std::atomic_ref(const_cast<Page *>(page)->heap).load(std::memory_order_acquire);
+}
+inline void set_page_heap(Page *page, Heap *heap) {
+    std::atomic_ref(page->heap).store(heap, std::memory_order_release);
 }
 inline GcMeta &meta_of(const void *p) {
     Page *page = page_of(p);
@@ -323,12 +338,49 @@ class PageSpace {
 
     const std::vector<Page *> &pages() const { return pages_; }
     size_t page_bytes() const { return page_bytes_; }
+    // (Pages lent to a thread are not counted: it changes their counts
+    // without the lock; a stopped world has taken them back.)
     size_t live_objects() {
         receive();  // (pages transferred here count)
         size_t live = 0;
-        for (Page *page : pages_) live += page->used;
+        for (Page *page : pages_)
+            if (page_heap(page) == owner_) live += page->used;
         return live;
     }
+
+    // ---- A shared heap's pages lent to its threads' local heaps ----
+    // (The lender's calls hold the shared heap's state lock.)
+    // A local heap's page with a free slot of the small class of `size`
+    // bytes: one of its own, or one `lender` (the shared heap's space)
+    // lends it. Null: not a small size, or out of memory.
+    Page *page_to_fill(PageSpace &lender, Heap &shared, Heap &local, size_t size);
+    // Every borrowed page back to `lender`, its remote frees taken first
+    // (released with release_at: the caller counts them).
+    template <class Released>
+    void give_back(PageSpace &lender, Released released) {
+        for (Page *page : pages_) {
+            drain_remote(page, released);
+            if (page->in_partial_list) unlink_partial(page);
+            set_page_heap(page, const_cast<Heap *>(lender.owner_));
+            if (page->used < page->slot_count) lender.link_partial(page);
+        }
+        pages_.clear();
+    }
+    // Slots other threads freed in the borrowed pages, released here.
+    template <class Released>
+    void drain_remote_frees(Released released) {
+        for (Page *page : pages_) drain_remote(page, released);
+    }
+    // Frees a slot of a page lent to another thread: pushed on its remote
+    // list, for that thread (or a stopped world) to release.
+    static void push_remote(Page *page, uint32_t index) {
+        uint32_t head = page->remote_free.load(std::memory_order_relaxed);
+        do {
+            page->shared_counts[index].store(head, std::memory_order_relaxed);
+        } while (!page->remote_free.compare_exchange_weak(head, index + 1, std::memory_order_release,
+                                                          std::memory_order_relaxed));
+    }
+    const std::vector<Page *> &borrowed() const { return pages_; }
 
     // Held by a walk over the pages (page_walk.hpp): pages that empty while
     // walks run stay in place until the last one ends (they nest: a traversal
@@ -345,6 +397,19 @@ class PageSpace {
 
   private:
     void free_emptied_pages();
+    // A page of the small class of `size` bytes with a free slot, taken
+    // off this (lender's) class list for `to`, or null (out of memory).
+    Page *lend(Heap &heap, size_t size, Heap &to);
+    template <class Released>
+    void drain_remote(Page *page, Released released) {
+        uint32_t head = page->remote_free.exchange(0, std::memory_order_acquire);
+        while (head) {
+            uint32_t index = head - 1;
+            head = static_cast<uint32_t>(page->shared_counts[index].load(std::memory_order_relaxed));
+            release_at(page, index);
+            released();
+        }
+    }
 
     static constexpr int kClassCount = 48;
     static constexpr size_t kSmallLimit = 512;  // every multiple of kGranule up to here is a class
@@ -372,6 +437,13 @@ class PageSpace {
     bool emptied_during_walk_ = false;
     std::atomic<Parcel *> inbox_{nullptr};  // delivered, not yet received
     Parcel *arrived_ = nullptr;             // received, objects not yet tracked again
+    const Heap *owner_ = nullptr;  // (set by the first new_page)
+    // A local heap's: its pages are lent (pages_ lists them), never made or
+    // freed here (release_slow keeps an empty one).
+    bool borrows_ = false;
+
+  public:
+    void set_borrows() { borrows_ = true; }
 };
 
 }  // namespace cyclegc::internal

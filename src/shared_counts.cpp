@@ -49,16 +49,18 @@ void give_up_ownership();
 // The shared heaps the calling thread allocated objects in (it owns some).
 struct ThreadOwnership {
     std::vector<SharedHeap *> heaps;
-    const Heap *last = nullptr;  // the heap of its last shared allocation
     ~ThreadOwnership() { give_up_ownership(); }
 };
 thread_local ThreadOwnership t_ownership;
+// The heap of its last shared allocation (a plain thread-local: t_ownership,
+// with a destructor, is reached through a guard each time).
+constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 bool owned_here(cgc_ssize_t word) { return CGC_COUNT_OWNED_HERE(word); }
 
 void die(cgc_object *op) {
     store_word(op, 0);
-    cgc_dealloc(op);
+    dealloc_shared(op);
 }
 
 bool may_have_weakrefs(cgc_object *op) { return has_gc_head(op) && (meta_of(op).flags & kHasWeakrefs); }
@@ -150,7 +152,7 @@ void merge_queue(Heap &heap, Mine mine) {
         }
         cgc_thread_count_tag = static_cast<uint32_t>(kSharedWordBit >> 32) | tag;
     }
-    ownership.last = &heap;
+    t_last_shared_heap = &heap;
     if (std::find(ownership.heaps.begin(), ownership.heaps.end(), heap.shared) != ownership.heaps.end()) return;
     ownership.heaps.push_back(heap.shared);
     SharedHeapRegistry &live = registry();
@@ -162,6 +164,10 @@ void merge_queue(Heap &heap, Mine mine) {
 // still owns (found by a walk of the heap's pages, under the heap's state
 // lock), so that they die on whichever thread drops them last. Done attached
 // to the heap (a collection waits for it), the thread's attachment restored.
+// Pages lent to other threads are skipped (they change them without the
+// lock): an object there that it owns is queued by the decrement that
+// would take its shared count below zero, and merged by the next
+// collection.
 void give_up_heap(Heap &heap) {
     Heap *was = attached_heap();
     attach_to(&heap);
@@ -170,7 +176,10 @@ void give_up_heap(Heap &heap) {
     {
         StateLock guard(heap);
         PageSpace::WalkGuard walking(heap.space);
+        Heap *own = local_heap_here(heap);
         for (Page *page : heap.space.pages()) {
+            Heap *user = page_heap(page);
+            if (user != &heap && user != own) continue;
             for (uint32_t i = 0; i < page->bump; ++i) {
                 if (!(page->meta[i].flags & kAllocated)) continue;
                 cgc_object *op = page->object_at(i);
@@ -197,7 +206,7 @@ void give_up_ownership() {
         if (heap) give_up_heap(*heap);
     }
     ownership.heaps.clear();
-    ownership.last = nullptr;
+    t_last_shared_heap = nullptr;
 }
 
 }  // namespace
@@ -213,7 +222,7 @@ SharedHeap::~SharedHeap() {
 bool pages_carry_shared_counts(const Heap &heap) { return heap.is_shared(); }
 
 void init_shared_object(Heap &heap, cgc_object *op) {
-    if (t_ownership.last != &heap || cgc_thread_count_tag == 0) [[unlikely]]
+    if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) [[unlikely]]
         note_owner(heap);
     shared_count_of(op).store(0, std::memory_order_relaxed);
     uint64_t local = static_cast<uint64_t>(op->ob_refcnt);

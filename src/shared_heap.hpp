@@ -32,6 +32,9 @@ struct SharedHeap {
     std::atomic<bool> stop_requested{false};
     int running = 0;  // attached threads neither detached nor parked
     int attached = 0;  // attached threads (detached ones included)
+    // The attached threads' local heaps (local_heaps.cpp), each used by its
+    // thread's fast paths without the state lock, and by a stopped world.
+    std::vector<Heap *> locals;
 
     // ---- Biased reference counts (shared_counts.cpp) ----
     // Objects whose shared count a thread that does not own them took
@@ -92,6 +95,37 @@ void merge_all_queues(Heap &heap);
 // drops, on whichever thread, free them there and then (a decrement by a
 // thread that does not own an object would queue it for its owner).
 void disown_for_clearing(std::vector<cgc_object *> &objects);
+// ---- Local heaps (local_heaps.cpp): an attached thread's part of a shared
+// heap, used by its fast paths without the state lock: pages lent to it,
+// the objects it tracked there (kPrivateYoung, in no list), its count of
+// allocations. A stopped world takes every part back (a collection sees one
+// heap); slow paths hold the state lock.
+Heap *make_local_heap(Heap &shared);
+void delete_local_heap(Heap *local);
+// Gives the local heap's pages, tracked objects and count back to the
+// shared heap. The caller holds the state lock; the local heap's thread is
+// the caller, or parked, or detached.
+void take_back(Heap &shared, Heap &local);
+// Sends every local heap's next allocation to the slow path, a safepoint:
+// a stopping thread's request reaches threads that allocate on fast paths.
+// The caller holds the state lock, and has set stop_requested.
+void poke_local_heaps(Heap &shared);
+// Counts the local heap's allocations in the shared heap's generation 0
+// (state lock held).
+void fold_count(Heap &shared, Heap &local);
+// A slot of `size` bytes in a page lent to the calling thread (borrowed
+// under the state lock, which the caller holds), or null: not a small size,
+// or out of memory. Sets the local count's threshold to what is left of
+// the shared heap's.
+void *allocate_in_local(Heap &shared, Heap &local, size_t size);
+// The calling thread's local heap of `shared` (null: none, or stopped).
+Heap *local_heap_here(const Heap &shared);
+
+// Deallocates a shared heap's object whose count reached zero (its word a
+// plain 0): on a thread with a local heap as cgc_dealloc's fast path does a
+// confined one, with the thread's trashcan; a C++ object in a page lent to
+// the thread released in one call (dealloc.cpp).
+void dealloc_shared(cgc_object *op);
 // Takes a reference to `op` unless its count reached zero (a weak
 // reference's referent, which another thread may be releasing).
 bool try_incref(cgc_object *op);

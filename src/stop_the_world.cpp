@@ -10,6 +10,11 @@
 // thread parks holding no lock, so the collector never waits for a lock a
 // parked thread holds; and it does not park inside a deallocation, where its
 // object, tracked at count 0 for a moment, would look like garbage.
+//
+// Each attached thread has a local heap (local_heaps.cpp), its
+// t_current_heap while it runs attached: a stopped world takes every local
+// heap back before the collection, and the stopping thread's fast paths use
+// the shared heap itself until it restarts the world.
 #include "heap.hpp"
 #include "shared_heap.hpp"
 
@@ -25,37 +30,59 @@ constinit thread_local Heap *t_attached_heap __attribute__((tls_model("initial-e
 
 namespace {
 
+// Counts the thread among the running ones, once no stop is in force.
+void enter_running(SharedHeap &shared, std::unique_lock<std::mutex> &world) {
+    shared.world_changed.wait(world, [&] { return !shared.stop_requested.load(std::memory_order_relaxed); });
+    ++shared.running;
+}
+
 // The calling thread's attachment to a shared heap. Its destructor detaches
 // a thread that exits attached.
 struct Attachment {
     Heap *heap = nullptr;  // the shared heap the thread is attached to
+    Heap *local = nullptr;  // its local heap (null: out of memory, all slow paths)
     bool detached = false;  // between cgc_thread_detach and cgc_thread_attach
     Heap *stopped = nullptr;  // the heap whose world this thread stopped (it collects)
+    Heap *before_stop = nullptr;  // its t_current_heap before (restored at the restart)
     int lock_depth = 0;  // StateLock scopes open on this thread
 
     ~Attachment() { leave(); }
 
+    // The fast paths' heap while the thread runs attached.
+    void use_local() const { t_current_heap = local; }
+
     void leave() {
         if (!heap) return;
         SharedHeap &shared = *heap->shared;
+        if (local) {
+            // The local heap goes back running (not during a collection).
+            if (detached) {
+                std::unique_lock world(shared.world_lock);
+                enter_running(shared, world);
+                detached = false;
+            }
+            if (t_current_heap == local) t_current_heap = nullptr;
+            {
+                StateLock guard(*heap);
+                take_back(*heap, *local);
+            }
+            std::lock_guard guard(shared.world_lock);
+            std::erase(shared.locals, local);
+        }
         {
             std::lock_guard guard(shared.world_lock);
             if (!detached) --shared.running;
             --shared.attached;
         }
         shared.world_changed.notify_all();
+        delete_local_heap(local);
+        local = nullptr;
         heap = nullptr;
         detached = false;
         t_attached_heap = nullptr;
     }
 };
 thread_local Attachment t_attachment;
-
-// Counts the thread among the running ones, once no stop is in force.
-void enter_running(SharedHeap &shared, std::unique_lock<std::mutex> &world) {
-    shared.world_changed.wait(world, [&] { return !shared.stop_requested.load(std::memory_order_relaxed); });
-    ++shared.running;
-}
 
 // Stops counting the thread as running (the stopping thread may be waiting
 // for that).
@@ -70,7 +97,10 @@ Heap *attached_heap() { return t_attachment.heap; }
 
 void attach_to(Heap *heap) {
     Attachment &self = t_attachment;
-    if (self.heap == heap) return;
+    if (self.heap == heap) {
+        if (heap && !self.detached && !self.stopped) self.use_local();
+        return;
+    }
     self.leave();
     if (!heap || !heap->shared) return;
     SharedHeap &shared = *heap->shared;
@@ -79,6 +109,16 @@ void attach_to(Heap *heap) {
     enter_running(shared, world);
     self.heap = heap;
     t_attached_heap = heap;
+    self.local = make_local_heap(*heap);
+    if (self.local) {
+        try {
+            shared.locals.push_back(self.local);
+        } catch (const std::bad_alloc &) {
+            delete_local_heap(self.local);
+            self.local = nullptr;
+        }
+    }
+    self.use_local();
 }
 
 bool attached_here(const Heap &heap) { return t_attachment.heap == &heap && !t_attachment.detached; }
@@ -157,12 +197,24 @@ bool stop_world(Heap &heap) {
         requested = pause_clock_ns(false);
     }
     shared.stop_requested.store(true, std::memory_order_relaxed);
+    {
+        // (The mutex itself: waiting through lock_state would park this
+        // thread for its own stop. No thread waits for the world lock while
+        // it holds the state lock.)
+        std::lock_guard state(shared.state_lock);
+        poke_local_heaps(heap);
+    }
     int self_count = counted ? 1 : 0;
     shared.world_changed.wait(world, [&] { return shared.running == self_count; });
     self.stopped = &heap;
     world.unlock();
     StateLock guard(heap);  // (the statistics are read from any thread)
     heap.stops.record(pause_clock_ns(false) - requested);
+    for (Heap *local : shared.locals) take_back(heap, *local);
+    // Alone with the heap until the restart: the fast paths use it as a
+    // confined heap's (a collection's deaths, its finalizers' allocations).
+    self.before_stop = t_current_heap;
+    t_current_heap = &heap;
     return true;
 }
 
@@ -174,6 +226,7 @@ void restart_world(Heap &heap) {
         t_attachment.stopped = nullptr;
     }
     shared.world_changed.notify_all();
+    t_current_heap = t_attachment.before_stop;
 }
 
 bool let_world_run(Heap &heap) {
@@ -224,6 +277,7 @@ void cgc_thread_detach(void) {
     std::lock_guard guard(shared.world_lock);
     self.detached = true;
     t_attached_heap = nullptr;
+    t_current_heap = nullptr;  // (a detached thread's local heap is the stopped world's to take back)
     leave_running(shared);
 }
 
@@ -235,6 +289,7 @@ void cgc_thread_attach(void) {
     enter_running(shared, world);
     self.detached = false;
     t_attached_heap = self.heap;
+    self.use_local();
 }
 
 }  // extern "C"

@@ -172,14 +172,18 @@ void cgc_gc_untrack(void *memory) {
         Page *page = page_of(op);
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
-        Heap &heap = *page->heap;
+        Heap &heap = *page_heap(page);
         // (Another heap than the thread's current one: the slow path checks
         // that the thread owns it.)
         if (&heap == t_current_heap) {
             if (untrack_newest(heap, meta, op)) return;
             if (heap.phase != Phase::finding_unreachable) {  // (else misuse: the slow path reports it)
-                untrack_not_newest(heap, meta, op);
-                return;
+                // (A local heap's own objects only: the rest are the shared heap's.)
+                if (!heap.is_local()) {
+                    untrack_not_newest(heap, meta, op);
+                    return;
+                }
+                if (untrack_private(meta)) return;
             }
         }
     }

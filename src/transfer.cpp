@@ -257,7 +257,7 @@ void move(Graph &graph, std::vector<Page *> &pages, Heap &to, std::unique_ptr<Pa
     source.generations[0].count = std::max<cgc_ssize_t>(source.generations[0].count - moved, 0);
     for (Page *page : pages) {
         source.space.detach(page);
-        page->heap = &to;
+        set_page_heap(page, &to);
         page->in_transit = true;
     }
     parcel->pages = std::move(pages);

@@ -1,0 +1,127 @@
+// Local heaps: each thread attached to a shared heap allocates, tracks,
+// untracks and frees its own objects without the shared heap's state lock,
+// through the same inline fast paths as a confined heap, in a part of the
+// shared heap that is its own (a Heap whose home is the shared heap):
+//  - pages lent to it (PageSpace::lend): only it takes and frees their
+//    slots; another thread's free of one goes to the page's remote list
+//    (a lock-free push), which the thread takes back at its next slow
+//    allocation, and a stopped world at once;
+//  - the objects it tracks in them: flagged tracked with GcMeta::word
+//    kPrivateYoung, in no list; any thread untracks one by its flag;
+//  - its count of allocations, added to the shared heap's at each slow
+//    allocation, with a threshold of what the shared heap's count leaves.
+// A stopped world takes every part back (take_back): the private objects
+// listed in the shared heap's generation 0, the pages returned, the count
+// added; the collection then sees one heap, as a confined one. A thread
+// parks only at a safepoint, where its part is consistent (slow paths
+// change a part only under the state lock, whose wait is a safepoint
+// before anything is changed).
+#include "heap.hpp"
+#include "shared_heap.hpp"
+
+#include <new>
+
+namespace cyclegc::internal {
+
+namespace {
+
+// A local heap's threshold is read by its thread's allocation fast path
+// while a stopping thread may set it (poke_local_heaps): relaxed atomics.
+void set_local_threshold(Heap &local, cgc_ssize_t threshold) {
+    std::atomic_ref(local.generations[0].threshold).store(threshold, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void poke_local_heaps(Heap &shared) {
+    for (Heap *local : shared.shared->locals) set_local_threshold(*local, 0);
+}
+
+Heap *make_local_heap(Heap &shared) {
+    Heap *local = new (std::nothrow) Heap();
+    if (!local) return nullptr;
+    local->home = &shared;
+    local->shared = shared.shared;  // (is_shared(): objects get the count word)
+    local->space.set_borrows();
+    local->unlisted_word = kPrivateYoung;
+    // Its generation 0 array has no room, so that try_track places each
+    // object unlisted (word kPrivateYoung), not in an array of its own.
+    local->young_unlisted[0] = 1;
+    set_local_threshold(*local, 0);  // (its first allocation borrows a page)
+    // Deaths take cgc_dealloc's general path, with the thread's trashcan
+    // (t_shared_trashcan) and the shared heap's phase.
+    local->trashcan.depth = kMaxDeallocDepth;
+    return local;
+}
+
+void delete_local_heap(Heap *local) {
+    if (!local) return;
+    local->shared = nullptr;  // (the shared heap's, not deleted with it)
+    delete local;
+}
+
+Heap *local_heap_here(const Heap &shared) {
+    Heap *current = t_current_heap;
+    return current && current->home == &shared && current != &shared ? current : nullptr;
+}
+
+void fold_count(Heap &shared, Heap &local) {
+    shared.generations[0].count += local.generations[0].count;
+    local.generations[0].count = 0;
+}
+
+void take_back(Heap &shared, Heap &local) {
+    Generation &young = local.generations[0];
+    local.space.drain_remote_frees([&] {
+        if (young.count > 0) young.count--;
+    });
+    for (Page *page : local.space.borrowed()) {
+        for (uint32_t i = 0; i < page->bump; ++i) {
+            GcMeta &meta = page->meta[i];
+            if ((meta.flags & kTracked) && meta.word == kPrivateYoung)
+                place_in_generation(shared, page->object_at(i), meta, 0);
+        }
+    }
+    local.space.give_back(shared.space, [] {});
+    fold_count(shared, local);
+    local.young_unlisted[0] = 1;
+    set_local_threshold(local, 0);  // (its next allocation borrows a page again)
+}
+
+void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
+    Generation &young = local.generations[0];
+    local.space.drain_remote_frees([&] {
+        if (young.count > 0) young.count--;
+    });
+    Page *page;
+    try {
+        page = local.space.page_to_fill(shared.space, shared, local, size);
+    } catch (const std::bad_alloc &) {
+        page = nullptr;
+    }
+    if (!page) return nullptr;
+    const Generation &total = shared.generations[0];
+    cgc_ssize_t left = total.threshold == PTRDIFF_MAX ? PTRDIFF_MAX : std::max<cgc_ssize_t>(total.threshold - total.count, 0);
+    // (A stop asked before this thread took the state lock poked the local
+    // heaps already: keep this one poked.)
+    set_local_threshold(local, shared.shared->stop_requested.load(std::memory_order_relaxed) ? 0 : left);
+    return local.space.take_slot<true>(page).memory;
+}
+
+void release_slot(Heap &heap, Page *page, uint32_t index, bool counted) {
+    Heap *user = page_heap(page);
+    if (user == &heap || user == t_current_heap) {  // (not lent, or lent to this thread)
+        if (counted)
+            free_slot(*user, page, index);
+        else
+            user->space.release_at(page, index);
+        return;
+    }
+    // Lent to another thread: the slot reads as free (a second free of it
+    // is refused) until that thread takes it back.
+    GcMeta &meta = page->meta[index];
+    set_meta_bits(meta, meta_bits(meta) & kMetaObjectOffsetBits);
+    PageSpace::push_remote(page, index);
+}
+
+}  // namespace cyclegc::internal
