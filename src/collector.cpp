@@ -326,14 +326,23 @@ int visit_subtract(cgc_object *child, void *arg) {
     return 0;
 }
 
-// Step 1b.
+inline bool has_finalizer_slot(const cgc_object *op) {
+    const cgc_type *type = op->ob_type;
+    return (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
+}
+
+// Step 1b. Returns whether any candidate's type has tp_del or tp_finalize
+// (its type is loaded here anyway: the sweep then reads no object).
 template <typename Set>
-void subtract_internal_refs(Heap &heap, Set &set) {
+bool subtract_internal_refs(Heap &heap, Set &set) {
     SubtractPass pass{CandidateTest{heap.candidate_pages}, nullptr};
+    bool finalizers = false;
     set.for_each([&](cgc_object *op, GcMeta &) {
         pass.parent = op;
+        finalizers |= has_finalizer_slot(op);
         traverse(op, visit_subtract, &pass);
     });
+    return finalizers;
 }
 
 // The mark stack: the heap's, whose storage is kept from one collection to
@@ -428,27 +437,19 @@ struct Found {
     bool maybe_finalizers = true;
 };
 
-inline bool has_finalizer_slot(const cgc_object *op) {
-    const cgc_type *type = op->ob_type;
-    return (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
-}
-
 // Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
-// Notes whether any of those has a finalizer slot (its type is in cache:
-// the candidates were just traversed). `promoting`: survivors that reach
-// generation 2 count toward the next full collection.
+// `promoting`: survivors that reach generation 2 count toward the next full
+// collection.
 template <typename Set>
 void sweep(Heap &heap, Set &set, bool marked, int older, bool promoting, Found &found) {
     auto &unreachable = heap.unreachable;
     found.unreachable = 0;
-    bool maybe_finalizers = false;
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         if (marked && !(meta.flags & kReachable)) {
             try {
                 push_counted(heap, unreachable, op);
                 meta.word = static_cast<uint32_t>(unreachable.size() - 1);
                 ++found.unreachable;
-                maybe_finalizers |= has_finalizer_slot(op);
                 return;
             } catch (...) {
                 // No memory to list it: it survives this collection.
@@ -457,7 +458,6 @@ void sweep(Heap &heap, Set &set, bool marked, int older, bool promoting, Found &
         leave_collection(heap, op, meta, older);
         if (promoting && older == 2) count_long_lived(heap, meta);
     });
-    found.maybe_finalizers = maybe_finalizers;
 }
 
 // ---- Full collections ----------------------------------------------------
@@ -704,7 +704,7 @@ Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     Found found;
     filter_begin(heap);
     found.candidates = init_refs(heap, set);
-    subtract_internal_refs(heap, set);
+    found.maybe_finalizers = subtract_internal_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
     sweep(heap, set, marked, older, promoting, found);
