@@ -867,6 +867,21 @@ void report_survivors(int older, cgc_ssize_t count, cgc_object *first, bool save
            count, static_cast<void *>(first), type_name_of(first), older);
 }
 
+// tp_clear on an unreachable object, held meanwhile (as call_holding). A
+// C++ object left with the hold alone, most of a C++ cycle's members, is
+// released directly (release_cleared_cxx).
+void clear_holding(Heap &heap, cgc_object *op, cgc_inquiry clear) {
+    GcMeta &meta = meta_of(op);
+    cgc_incref(op);
+    bool nested = hold(meta);
+    call_user_code("tp_clear", op, [&] {
+        clear(op);
+        if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
+    });
+    let_go(meta, nested);
+    if (!release_cleared_cxx(heap, op, meta)) cgc_decref(op);
+}
+
 // Step 4 on one unreachable object (or the garbage list, under
 // DEBUG_SAVEALL); false if its tp_dealloc ran already (forget_undead).
 bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
@@ -877,10 +892,7 @@ bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
     if (save_all) {
         save_as_garbage(heap, op);
     } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-        call_holding(op, "tp_clear", [&] {
-            clear(op);
-            if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
-        });
+        clear_holding(heap, op, clear);
     }
     return true;
 }
