@@ -901,7 +901,8 @@ void clear_holding(Heap &heap, cgc_object *op, cgc_inquiry clear) {
         if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
     });
     let_go(meta, nested);
-    if (!release_cleared_cxx(heap, op, meta)) cgc_decref(op);
+    // (The type tested here: a C type's object makes no call.)
+    if (!op->ob_type->tp_cxx_destroy || !release_cleared_cxx(heap, op, meta)) cgc_decref(op);
 }
 
 // Step 4 on one unreachable object (or the garbage list, under
