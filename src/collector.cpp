@@ -273,71 +273,80 @@ class YoungCandidates {
     bool caching_ = false;
 };
 
-// Step 1a (and 3); also adds each candidate's page to the filter (started
-// by the caller). Returns the number of candidates.
+// Step 1a, its first half (and 3's): every candidate is flagged and its
+// word zeroed before any is traversed, so that count_external_refs adds
+// each object's count in the pass that subtracts its references (one pass
+// over the objects, not two). Also adds each candidate's page to the filter
+// (started by the caller). Returns the number of candidates.
 template <typename Set>
-cgc_ssize_t init_refs(Heap &heap, Set &set) {
+cgc_ssize_t flag_candidates(Heap &heap, Set &set) {
     cgc_ssize_t count = 0;
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         filter_add(heap, op);
-        cgc_ssize_t refcnt = cgc_refcount(op);
-        uint32_t refs;
-        if (refcnt <= 0) {
-            report(CGC_ERR_CORRUPTION,
-                   "collector: tracked object %p of type '%s' has reference count %td: its "
-                   "tp_dealloc did not untrack it, or a Py_DECREF is too many; kept alive",
-                   static_cast<void *>(op), type_name_of(op), refcnt);
-            refs = kPinnedRefs;
-        } else {
-            refs = refcnt >= kPinnedRefs ? kPinnedRefs : static_cast<uint32_t>(refcnt);
-        }
-        meta.word = refs;
+        meta.word = 0;
         meta.flags = static_cast<uint8_t>((meta.flags | kCollecting) & ~kReachable);
         ++count;
     });
     return count;
 }
 
-// More references to `child` than its count (out of line: the visitor
-// stays a leaf function).
-[[gnu::noinline, gnu::cold]] void report_too_many_refs(cgc_object *child, GcMeta &meta, cgc_object *from) {
-    report(CGC_ERR_CORRUPTION,
-           "collector: object %p of type '%s' has reference count %td, but more references "
-           "to it were found (the last from %p of type '%s'): a tp_traverse visits a "
-           "reference it does not own (or one twice), or a Py_INCREF is missing; the object is "
-           "kept alive",
-           static_cast<void *>(child), type_name_of(child), cgc_refcount(child),
-           static_cast<void *>(from), type_name_of(from));
-    meta.word = kPinnedRefs;
+// A count internal references cannot bring to zero (as a 32-bit signed
+// word: those reach at most the count itself, 2^30 references are 8 GiB):
+// what a count out of range or at or below zero (reported) starts from.
+constexpr uint32_t kKeptRefs = uint32_t(1) << 30;
+
+// The count a candidate's word starts from (added to the references to it
+// subtracted already).
+inline uint32_t counted_refs(cgc_object *op) {
+    cgc_ssize_t refcnt = cgc_refcount(op);
+    if (refcnt > 0 && refcnt < kKeptRefs) [[likely]] return static_cast<uint32_t>(refcnt);
+    if (refcnt <= 0)
+        report(CGC_ERR_CORRUPTION,
+               "collector: tracked object %p of type '%s' has reference count %td: its "
+               "tp_dealloc did not untrack it, or a Py_DECREF is too many; kept alive",
+               static_cast<void *>(op), type_name_of(op), refcnt);
+    return kKeptRefs;
 }
 
-struct SubtractPass {
-    CandidateTest is_candidate;
-    cgc_object *parent;  // the object being traversed (named in errors)
-};
+// A candidate's word after count_external_refs, read as signed: the
+// references to it from outside the candidates (below zero: more were
+// found among them than its count).
+inline int32_t signed_refs(const GcMeta &meta) { return static_cast<int32_t>(meta.word); }
 
+// Subtracts a reference between candidates. The target's word may fall
+// below zero until the pass reaches the target and adds its count.
 int visit_subtract(cgc_object *child, void *arg) {
-    auto *pass = static_cast<SubtractPass *>(arg);
-    if (!pass->is_candidate(child)) return 0;
+    auto *is_candidate = static_cast<CandidateTest *>(arg);
+    if (!(*is_candidate)(child)) return 0;
     GcMeta &meta = meta_of(child);
-    uint32_t refs = meta.word;
-    if (!(meta.flags & kCollecting)) return 0;
-    if (refs == 0) [[unlikely]]
-        report_too_many_refs(child, meta, pass->parent);
-    else if (refs != kPinnedRefs)
-        meta.word = refs - 1;
+    if (meta.flags & kCollecting) meta.word -= 1;
     return 0;
 }
 
-// Step 1b.
-template <typename Set>
-void subtract_internal_refs(Heap &heap, Set &set) {
-    SubtractPass pass{CandidateTest{heap.candidate_pages}, nullptr};
-    set.for_each([&](cgc_object *op, GcMeta &) {
-        pass.parent = op;
-        traverse(op, visit_subtract, &pass);
-    });
+inline bool has_finalizer_slot(const cgc_object *op) {
+    const cgc_type *type = op->ob_type;
+    return (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
 }
+
+// Step 1a's second half and 1b, in one pass: each candidate's count is added
+// to its word, its references to candidates subtracted from theirs. What
+// remains counts the references from outside (below zero: more references
+// found than the count, reported by mark_reachable). Returns whether any
+// candidate's type has tp_del or tp_finalize (its type is loaded here
+// anyway: the sweep then reads no object).
+template <typename Set>
+bool count_external_refs(Heap &heap, Set &set) {
+    CandidateTest is_candidate{heap.candidate_pages};
+    bool finalizers = false;
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
+        meta.word += counted_refs(op);
+        finalizers |= has_finalizer_slot(op);
+        traverse(op, visit_subtract, &is_candidate);
+    });
+    return finalizers;
+}
+
+void report_broken_count(Heap &heap, cgc_object *op, cgc_ssize_t found);
 
 // The mark stack: the heap's, whose storage is kept from one collection to
 // the next (growing it anew each time cost page faults).
@@ -385,7 +394,10 @@ template <typename Set>
 bool mark_reachable(Heap &heap, Set &set) {
     MarkStack stack{heap};
     set.for_each([&](cgc_object *op, GcMeta &meta) {
-        if (stack.failed || meta.word == 0 || (meta.flags & kReachable)) return;
+        int32_t refs = signed_refs(meta);
+        if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
+            report_broken_count(heap, op, cgc_refcount(op) - refs);
+        if (stack.failed || refs == 0 || (meta.flags & kReachable)) return;
         meta.flags |= kReachable;
         traverse(op, visit_mark, &stack);
         while (!stack.failed && !stack.items.empty()) {
@@ -431,27 +443,19 @@ struct Found {
     bool maybe_finalizers = true;
 };
 
-inline bool has_finalizer_slot(const cgc_object *op) {
-    const cgc_type *type = op->ob_type;
-    return (type->tp_del != nullptr) | (type->tp_finalize != nullptr);
-}
-
 // Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
-// Notes whether any of those has a finalizer slot (its type is in cache:
-// the candidates were just traversed). `promoting`: survivors that reach
-// generation 2 count toward the next full collection.
+// `promoting`: survivors that reach generation 2 count toward the next full
+// collection.
 template <typename Set>
 void sweep(Heap &heap, Set &set, bool marked, int older, bool promoting, Found &found) {
     auto &unreachable = heap.unreachable;
     found.unreachable = 0;
-    bool maybe_finalizers = false;
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         if (marked && !(meta.flags & kReachable)) {
             try {
                 push_counted(heap, unreachable, op);
                 meta.word = static_cast<uint32_t>(unreachable.size() - 1);
                 ++found.unreachable;
-                maybe_finalizers |= has_finalizer_slot(op);
                 return;
             } catch (...) {
                 // No memory to list it: it survives this collection.
@@ -460,7 +464,6 @@ void sweep(Heap &heap, Set &set, bool marked, int older, bool promoting, Found &
         leave_collection(heap, op, meta, older);
         if (promoting && older == 2) count_long_lived(heap, meta);
     });
-    found.maybe_finalizers = maybe_finalizers;
 }
 
 // ---- Full collections ----------------------------------------------------
@@ -573,7 +576,7 @@ int visit_find(cgc_object *child, void *arg) {
 
 // A candidate with more references from candidates than its count: report
 // it, naming one referrer (a slow search, on this error path only).
-void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
+void report_broken_count(Heap &heap, cgc_object *op, cgc_ssize_t found) {
     cgc_object *referrer = nullptr;
     for_each_tracked(heap.space, [&](cgc_object *candidate, GcMeta &) {
         if (referrer) return;
@@ -586,10 +589,10 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
         std::snprintf(from, sizeof from, "one from %p of type '%s'", static_cast<void *>(referrer),
                       type_name_of(referrer));
     report(CGC_ERR_CORRUPTION,
-           "collector: object %p of type '%s' has reference count %td, but %u references to it "
+           "collector: object %p of type '%s' has reference count %td, but %td references to it "
            "were found (%s): a tp_traverse visits a reference it does not own (or one twice), or "
            "a Py_INCREF is missing; the object is kept alive",
-           static_cast<void *>(op), type_name_of(op), cgc_refcount(op), meta.word, from);
+           static_cast<void *>(op), type_name_of(op), cgc_refcount(op), found, from);
 }
 
 // A full collection's candidate whose count is at or below zero, or below
@@ -603,7 +606,7 @@ void report_broken_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
                static_cast<void *>(op), type_name_of(op), refcnt);
         return;
     }
-    report_broken_count(heap, op, meta);
+    report_broken_count(heap, op, meta.word);
 }
 
 // Step 1, 1a to 1d, of a full collection: 1a and 1b in one walk (references
@@ -706,8 +709,8 @@ Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     AnalysisPhase analysis(heap);
     Found found;
     filter_begin(heap);
-    found.candidates = init_refs(heap, set);
-    subtract_internal_refs(heap, set);
+    found.candidates = flag_candidates(heap, set);
+    found.maybe_finalizers = count_external_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
     sweep(heap, set, marked, older, promoting, found);
@@ -832,8 +835,8 @@ void keep_resurrected(Heap &heap, int older) {
     UnreachableSet set{heap.unreachable};
     AnalysisPhase analysis(heap);
     filter_begin(heap);
-    init_refs(heap, set);
-    subtract_internal_refs(heap, set);
+    flag_candidates(heap, set);
+    count_external_refs(heap, set);
     bool marked = mark_reachable(heap, set);
     filter_end(heap);
     for (cgc_object *&op : heap.unreachable) {
@@ -886,6 +889,22 @@ void report_survivors(int older, cgc_ssize_t count, cgc_object *first, bool save
            count, static_cast<void *>(first), type_name_of(first), older);
 }
 
+// tp_clear on an unreachable object, held meanwhile (as call_holding). A
+// C++ object left with the hold alone, most of a C++ cycle's members, is
+// released directly (release_cleared_cxx).
+void clear_holding(Heap &heap, cgc_object *op, cgc_inquiry clear) {
+    GcMeta &meta = meta_of(op);
+    cgc_incref(op);
+    bool nested = hold(meta);
+    call_user_code("tp_clear", op, [&] {
+        clear(op);
+        if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
+    });
+    let_go(meta, nested);
+    // (The type tested here: a C type's object makes no call.)
+    if (!op->ob_type->tp_cxx_destroy || !release_cleared_cxx(heap, op, meta)) cgc_decref(op);
+}
+
 // Step 4 on one unreachable object (or the garbage list, under
 // DEBUG_SAVEALL); false if its tp_dealloc ran already (forget_undead).
 bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
@@ -896,10 +915,7 @@ bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
     if (save_all) {
         save_as_garbage(heap, op);
     } else if (cgc_inquiry clear = op->ob_type->tp_clear) {
-        call_holding(op, "tp_clear", [&] {
-            clear(op);
-            if (heap.diagnostics.state) diag::check_after_clear(heap, op);  // (if switched on)
-        });
+        clear_holding(heap, op, clear);
     }
     return true;
 }

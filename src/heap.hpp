@@ -594,6 +594,13 @@ inline bool untrack_private(GcMeta &meta) {
     return true;
 }
 
+// The end of a C++ object's tp_clear during a collection's clear step:
+// when the collector's hold is its last reference, it is untracked and
+// destroyed at once (dealloc.cpp), as release_cxx_untracking would after a
+// Py_DECREF, without that path's tests and second tp_clear. False (nothing
+// done) otherwise: the caller drops its reference.
+bool release_cleared_cxx(Heap &heap, cgc_object *op, GcMeta &meta);
+
 // Puts a tracked object in generation `generation` (its lists).
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation);
 // Removes a tracked object from the young list or the unreachable list.
