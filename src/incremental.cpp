@@ -213,6 +213,96 @@ bool gather_unmarked(Heap &heap, Slice &slice) {
     });
 }
 
+// Step E. The final step's analysis must see a set whole, on the graph of
+// one moment, so it cannot be sliced; but a set splits into parts that no
+// reference joins (weakly connected), and the analysis of the whole is that
+// of each part. Each part is proven in its own slice (a batch of them per
+// slice): a part stays whole, the largest is the longest pause. Parts
+// joined by the program since they were found are analysed apart, which is
+// still sound: references from outside a batch count as external (a live
+// object is kept), and garbage, unreachable, cannot be relinked.
+
+uint32_t find_part(std::vector<uint32_t> &parent, uint32_t i) {
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]];  // (path halving)
+        i = parent[i];
+    }
+    return i;
+}
+
+struct GroupPass {
+    IncrementalCycle &cycle;
+    uint32_t member;  // the gathered entry being traversed
+};
+
+// Joins the part of a gathered object the member refers to.
+int visit_group(cgc_object *child, void *arg) {
+    if (!is_gc_object(child)) return 0;
+    auto *pass = static_cast<GroupPass *>(arg);
+    IncrementalCycle &cycle = pass->cycle;
+    const GcMeta &meta = meta_of(child);
+    if ((meta.schedule & (kIncrListed | kIncrClearing)) != kIncrListed) return 0;
+    if (meta.word >= cycle.gathered.size() || cycle.gathered[meta.word] != child) return 0;
+    uint32_t a = find_part(cycle.parent, pass->member), b = find_part(cycle.parent, meta.word);
+    if (a == b) return 0;
+    if (a > b) std::swap(a, b);
+    cycle.parent[b] = a;  // (the part's root is its first entry: take_batch)
+    std::swap(cycle.next_member[a], cycle.next_member[b]);  // the circular lists spliced
+    return 0;
+}
+
+bool group_parts(Heap &heap, Slice &slice) {
+    IncrementalCycle &cycle = heap.incremental;
+    size_t n = cycle.gathered.size();
+    if (cycle.page == 0) {
+        try {
+            note_internal_allocation(heap);
+            cycle.parent.resize(n);
+            cycle.next_member.resize(n);
+        } catch (...) {
+            cycle.parent.clear();  // without memory, one part
+            cycle.next_member.clear();
+            return true;
+        }
+        for (size_t i = 0; i < n; ++i) cycle.parent[i] = cycle.next_member[i] = static_cast<uint32_t>(i);
+    }
+    for (; cycle.page < n; ++cycle.page) {
+        if (slice.out_of_time()) return false;
+        ++slice.done;
+        cgc_object *op = cycle.gathered[cycle.page];
+        if (!op) continue;
+        GroupPass pass{cycle, static_cast<uint32_t>(cycle.page)};
+        traverse(op, visit_group, &pass);
+        slice.done += kTraverseUnits;
+    }
+    return true;
+}
+
+// Adds gathered entry i to the batch (if its object lives), its marks
+// cleared. Throws when the batch cannot grow.
+void add_to_batch(Heap &heap, IncrementalCycle &cycle, size_t i) {
+    cgc_object *op = cycle.gathered[i];
+    if (!op) return;
+    push_counted(heap, cycle.batch, op);
+    cycle.gathered[i] = nullptr;
+    GcMeta &meta = meta_of(op);
+    meta.schedule = 0;
+    meta.word = 0;
+}
+
+// The gathered objects no batch took leave the cycle, unmarked.
+void drop_gathered(IncrementalCycle &cycle) {
+    for (cgc_object *op : cycle.gathered) {
+        if (!op) continue;
+        GcMeta &meta = meta_of(op);
+        meta.schedule = 0;
+        meta.word = 0;
+    }
+    cycle.gathered.clear();
+    cycle.parent.clear();
+    cycle.next_member.clear();
+}
+
 // Starts a cycle over the objects in generation 2 now.
 void begin_cycle(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
@@ -220,7 +310,15 @@ void begin_cycle(Heap &heap) {
     cycle.page = 0;
     cycle.slot = 0;
     cycle.candidates = 0;
+    cycle.pending = PendingOutcome{};
     heap.space.pin();
+    cycle.pinned = true;
+}
+
+void unpin(IncrementalCycle &cycle, Heap &heap) {
+    if (!cycle.pinned) return;
+    cycle.pinned = false;
+    heap.space.unpin();
 }
 
 // Runs the analysis steps from where the cycle is; true when they are done.
@@ -234,23 +332,75 @@ bool analyse(Heap &heap, Slice &slice) {
             case IncrementalStep::subtract: done = subtract_internal_refs(heap, slice); break;
             case IncrementalStep::mark: done = mark_reachable(heap, slice); break;
             case IncrementalStep::gather: done = gather_unmarked(heap, slice); break;
+            case IncrementalStep::group: done = group_parts(heap, slice); break;
             default: return true;
         }
         if (!done) return false;
+        if (cycle.step == IncrementalStep::gather) unpin(cycle, heap);  // (no more page walks)
         cycle.step = static_cast<IncrementalStep>(static_cast<int>(cycle.step) + 1);
         cycle.page = 0;
         cycle.slot = 0;
+        cycle.batch_cursor = 0;
     }
 }
 
 uint64_t elapsed_ns(const Heap &heap, uint64_t since) { return pause_clock_ns(heap.pause_clock_thread_cpu) - since; }
 
+// Whether a part with a living member is left for step F (the batch cursor
+// moved past the entries that cannot start one).
+bool parts_left(IncrementalCycle &cycle) {
+    size_t n = cycle.gathered.size();
+    bool one_part = cycle.parent.size() != n;
+    while (cycle.batch_cursor < n) {
+        size_t i = cycle.batch_cursor;
+        if (one_part ? cycle.gathered[i] != nullptr : cycle.parent[i] == i) return true;
+        ++cycle.batch_cursor;
+    }
+    return false;
+}
+
+// The final step's analysis (collect's) on cycle.batch.
+void prove_batch(Heap &heap) {
+    IncrementalCycle &cycle = heap.incremental;
+    cycle.notify(IncrementalEvent::batch_begin);
+    collect(heap, CGC_NUM_GENERATIONS - 1, true);
+    cycle.notify(IncrementalEvent::batch_end);
+    cycle.batch.clear();
+}
+
+// Step F: batches of parts analysed (collect's final step), each sized to
+// the time left by what the batches before it cost per object; true when
+// no part is left. (ns = 0: all in one batch.)
+bool prove_batches(Heap &heap, uint64_t start, uint64_t ns) {
+    IncrementalCycle &cycle = heap.incremental;
+    for (bool first = true;; first = false) {
+        if (!parts_left(cycle)) {
+            // (Nothing gathered: the collection is run all the same, empty, so
+            // that it starts, ends and is counted as any other.)
+            if (!cycle.pending.started) prove_batch(heap);
+            return true;
+        }
+        uint64_t spent = elapsed_ns(heap, start);
+        if (ns && spent >= ns && !first) return false;
+        size_t limit = SIZE_MAX;
+        // (Half the time left: what a batch costs per object varies twofold.)
+        if (ns) limit = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(ns - std::min(ns, spent)) /
+                                                                  (2 * cycle.ns_per_object)));
+        if (!take_batch(heap, limit)) return true;
+        auto objects = static_cast<double>(cycle.batch.size());
+        uint64_t began = pause_clock_ns(heap.pause_clock_thread_cpu);
+        prove_batch(heap);
+        double per_object = static_cast<double>(elapsed_ns(heap, began)) / objects;
+        cycle.ns_per_object = std::max(1.0, 0.75 * cycle.ns_per_object + 0.25 * per_object);
+    }
+}
+
 }  // namespace
 
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index) {
     IncrementalCycle &cycle = heap.incremental;
-    std::vector<cgc_object *> &list = cycle.step == IncrementalStep::mark    ? cycle.stack
-                                      : cycle.step == IncrementalStep::clear ? cycle.to_clear
+    std::vector<cgc_object *> &list = (meta_of(op).schedule & kIncrClearing) ? cycle.to_clear
+                                      : cycle.step == IncrementalStep::mark  ? cycle.stack
                                                                              : cycle.gathered;
     if (index < list.size() && list[index] == op) list[index] = nullptr;
 }
@@ -258,28 +408,64 @@ void forget_listed(Heap &heap, cgc_object *op, uint32_t index) {
 void end_cycle(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
     cycle.stack.clear();
-    cycle.gathered.clear();
+    drop_gathered(cycle);
+    cycle.batch.clear();
     cycle.step = IncrementalStep::none;
-    heap.space.unpin();
+    unpin(cycle, heap);
     heap.apply_young_threshold();  // (no more slices between young collections)
 }
 
 void abandon_cycle(Heap &heap) {
-    if (heap.incremental.step == IncrementalStep::clear) {
+    IncrementalCycle &cycle = heap.incremental;
+    if (!cycle.running()) return;
+    if (cycle.step >= IncrementalStep::final && cycle.pending.started) {
+        // Garbage proven, finalized: it is cleared, and the cycle reported.
+        drop_gathered(cycle);
+        cycle.step = IncrementalStep::clear;
         clear_garbage_slice(heap, 0, 0);
         return;
     }
-    if (!heap.incremental.running()) return;
-    for (Page *page : heap.space.pages()) {
-        for (uint32_t i = 0; i < page->bump; ++i) {
-            GcMeta &meta = page->meta[i];
-            if ((meta.flags & kTracked) && (meta.schedule & kIncrMarks)) {
-                meta.schedule = static_cast<uint8_t>(meta.schedule & ~kIncrMarks);
-                meta.word = 0;
+    if (cycle.step >= IncrementalStep::group) {
+        drop_gathered(cycle);  // (the only marks left)
+    } else {
+        for (Page *page : heap.space.pages()) {
+            for (uint32_t i = 0; i < page->bump; ++i) {
+                GcMeta &meta = page->meta[i];
+                if ((meta.flags & kTracked) && (meta.schedule & kIncrMarks)) {
+                    meta.schedule = static_cast<uint8_t>(meta.schedule & ~kIncrMarks);
+                    meta.word = 0;
+                }
             }
         }
     }
     end_cycle(heap);
+}
+
+bool take_batch(Heap &heap, size_t limit) {
+    IncrementalCycle &cycle = heap.incremental;
+    std::vector<cgc_object *> &batch = cycle.batch;
+    batch.clear();
+    size_t n = cycle.gathered.size();
+    bool one_part = cycle.parent.size() != n;  // (no memory for step E)
+    try {
+        while (cycle.batch_cursor < n && batch.size() < limit) {
+            size_t i = cycle.batch_cursor++;
+            if (one_part) {
+                add_to_batch(heap, cycle, i);
+                continue;
+            }
+            if (cycle.parent[i] != i) continue;  // (taken with its part's first entry)
+            size_t j = i;
+            do {
+                add_to_batch(heap, cycle, j);
+                j = cycle.next_member[j];
+            } while (j != i);
+        }
+    } catch (...) {
+        // No memory for the batch: what it holds is analysed; the rest of the
+        // part, left out, counts as outside it (kept alive: never unsound).
+    }
+    return !batch.empty();
 }
 
 int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
@@ -298,16 +484,14 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
         // (Garbage is cleared at least as fast as objects are allocated.)
         finished = clear_garbage_slice(heap, deadline, least_work / kWorkPerAllocation);
     } else {
-        // The final step starts a slice of its own (unless the slice is
-        // unbounded): its pause, proportional to the gathered set, is not
-        // added to a slice's analysis. Its garbage is cleared in the time left.
-        bool final_now = cycle.step == IncrementalStep::final;
-        if (analyse(heap, slice)) {
-            cycle.step = IncrementalStep::final;
-            if (final_now || ns == 0) {
-                collect(heap, 2, true);
-                finished = cycle.step != IncrementalStep::clear || clear_garbage_slice(heap, deadline, 0);
-            }
+        // Step F starts a slice of its own (unless the slice is unbounded):
+        // its batches are sized to a slice. Its garbage is cleared in the
+        // time left by its last batch.
+        bool proving = cycle.step == IncrementalStep::final;
+        if (analyse(heap, slice) && (proving || ns == 0) && prove_batches(heap, start, ns)) {
+            drop_gathered(cycle);
+            cycle.step = IncrementalStep::clear;
+            finished = clear_garbage_slice(heap, deadline, 0);
         }
     }
     cycle.count_at_slice = heap.generations[0].count;
