@@ -1023,11 +1023,11 @@ bool hand_over_garbage(Heap &heap, cgc_ssize_t garbage) {
     IncrementalCycle &cycle = heap.incremental;
     std::vector<cgc_object *> &to_clear = cycle.to_clear;
     try {
-        // (Room for the whole gathered set at the first batch: growing by
-        // each batch's garbage would copy the list once a batch.)
-        size_t room = std::max(static_cast<size_t>(garbage), cycle.gathered.size());
-        if (to_clear.capacity() - to_clear.size() < static_cast<size_t>(garbage))
-            reserve_counted(heap, to_clear, room);
+        // (Room for the whole gathered set, which bounds the garbage of
+        // every batch, while the list is empty: growing it later, with a
+        // capacity kept from a smaller cycle, copied it in one pause.)
+        size_t total = std::max(to_clear.size() + static_cast<size_t>(garbage), cycle.gathered.size());
+        if (to_clear.capacity() < total) reserve_counted(heap, to_clear, total - to_clear.size());
     } catch (...) {
         return false;  // cleared now
     }

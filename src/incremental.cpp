@@ -26,21 +26,25 @@ namespace cyclegc::internal {
 namespace {
 
 
-// The work of a slice is counted in units: a slot visited is one, a
-// traversal kTraverseUnits more. The clock is read after kFirstCheck units
-// (so that a tiny budget makes a tiny slice), then every kClockEvery.
+// The work of a slice is counted in units, each about as long as the
+// others: a slot visited is one, reading a candidate (its count, or a
+// traversal) kTraverseUnits more, each reference a traversal visits one
+// more. The clock is read after kFirstCheck units (so that a tiny budget
+// makes a tiny slice), then every kClockEvery.
 constexpr uint64_t kTraverseUnits = 4;
 constexpr uint64_t kFirstCheck = 16;
 constexpr uint64_t kClockEvery = 256;
 // The least work of an automatic slice per object allocated since the last
-// one. A cycle over N objects costs about 12N units (four walks, two
-// traversals each); 64 units per allocation end it before about N/5 more
-// objects are allocated (the heap grows by at most a fifth during a cycle).
+// one. A cycle over N objects with R references costs about 16N + 2R units
+// (four walks; a read in step A, a traversal in B and C); 64 units per
+// allocation end it before about N/3 more objects are allocated when each
+// has 2 to 3 references (the heap grows by at most a third during a cycle).
 constexpr uint64_t kWorkPerAllocation = 64;
 // While a cycle runs, an automatic slice runs at least every this many
 // allocations (between young collections, whose interval the adaptive
-// schedule may stretch to 64 x 700): each slice then has a small least work.
-constexpr cgc_ssize_t kSliceInterval = 512;
+// schedule may stretch to 64 x 700): each slice then has a small least work
+// (256 x 64 units, a quarter of a millisecond or so).
+constexpr cgc_ssize_t kSliceInterval = 256;
 
 constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 
@@ -108,11 +112,13 @@ bool make_candidates(Heap &heap, Slice &slice) {
         cgc_ssize_t count = cgc_refcount(op);
         meta.word = count <= 0 || count >= kPinnedRefs ? kPinnedRefs : static_cast<uint32_t>(count);
         ++heap.incremental.candidates;
+        slice.done += kTraverseUnits;
         return true;
     });
 }
 
-int visit_subtract(cgc_object *child, void *) {
+int visit_subtract(cgc_object *child, void *arg) {
+    ++*static_cast<uint64_t *>(arg);  // (the slice's work)
     if (!is_gc_object(child)) return 0;
     GcMeta &meta = meta_of(child);
     // (Clamped at 0: references made since step A are not in the word.)
@@ -124,7 +130,7 @@ int visit_subtract(cgc_object *child, void *) {
 bool subtract_internal_refs(Heap &heap, Slice &slice) {
     return walk(heap, slice, [&](cgc_object *op, GcMeta &meta) {
         if (!is_candidate(meta)) return true;
-        traverse(op, visit_subtract, nullptr);
+        traverse(op, visit_subtract, &slice.done);
         slice.done += kTraverseUnits;
         return true;
     });
@@ -133,6 +139,7 @@ bool subtract_internal_refs(Heap &heap, Slice &slice) {
 struct MarkPass {
     IncrementalCycle &cycle;
     uint64_t cursor;  // the walk's position: candidates from here on are traversed by the walk
+    uint64_t &done;   // the slice's work
 };
 
 // Marks a candidate a marked object refers to. One ahead of the walk is
@@ -140,8 +147,9 @@ struct MarkPass {
 // on the stack. Without memory for the stack it is left unmarked: gathered,
 // the final step decides it on the current graph.
 int visit_mark(cgc_object *child, void *arg) {
-    if (!is_gc_object(child)) return 0;
     auto *pass = static_cast<MarkPass *>(arg);
+    ++pass->done;
+    if (!is_gc_object(child)) return 0;
     Page *page = page_of(child);
     uint32_t index = page->index_of(child);
     GcMeta &meta = page->meta[index];
@@ -150,7 +158,7 @@ int visit_mark(cgc_object *child, void *arg) {
         meta.schedule |= kIncrMarked;
         return 0;
     }
-    std::vector<cgc_object *> &stack = pass->cycle.stack;
+    std::deque<cgc_object *> &stack = pass->cycle.stack;
     try {
         stack.push_back(child);
     } catch (...) {
@@ -164,7 +172,7 @@ int visit_mark(cgc_object *child, void *arg) {
 // Traverses what the stack holds; false when the slice ran out of time.
 bool drain_stack(Heap &heap, Slice &slice) {
     IncrementalCycle &cycle = heap.incremental;
-    MarkPass pass{cycle, walk_position(cycle.page, cycle.slot)};
+    MarkPass pass{cycle, walk_position(cycle.page, cycle.slot), slice.done};
     while (!cycle.stack.empty()) {
         if (slice.out_of_time()) return false;
         cgc_object *op = cycle.stack.back();
@@ -186,7 +194,7 @@ bool mark_reachable(Heap &heap, Slice &slice) {
     return walk(heap, slice, [&](cgc_object *op, GcMeta &meta) {
         if (!is_candidate(meta) || (!(meta.schedule & kIncrMarked) && meta.word == 0)) return true;
         meta.schedule |= kIncrMarked;
-        MarkPass pass{cycle, walk_position(cycle.page, cycle.slot)};
+        MarkPass pass{cycle, walk_position(cycle.page, cycle.slot), slice.done};
         traverse(op, visit_mark, &pass);
         slice.done += kTraverseUnits;
         return drain_stack(heap, slice);
@@ -195,7 +203,7 @@ bool mark_reachable(Heap &heap, Slice &slice) {
 
 // Step D. The marked candidates leave the cycle; the others are gathered.
 bool gather_unmarked(Heap &heap, Slice &slice) {
-    std::vector<cgc_object *> &gathered = heap.incremental.gathered;
+    std::deque<cgc_object *> &gathered = heap.incremental.gathered;
     return walk(heap, slice, [&](cgc_object *op, GcMeta &meta) {
         if (!is_candidate(meta)) return true;
         bool marked = meta.schedule & kIncrMarked;
@@ -251,21 +259,34 @@ int visit_group(cgc_object *child, void *arg) {
     return 0;
 }
 
+// The forest's entries, each its own part, made a clock's check at a time
+// (each its own page fault on a large set); false when out of time.
+bool make_singletons(IncrementalCycle &cycle, Slice &slice) {
+    size_t n = cycle.gathered.size();
+    for (auto i = static_cast<uint32_t>(cycle.parent.size()); i < n; ++i) {
+        if (slice.out_of_time()) return false;
+        ++slice.done;
+        cycle.parent.push_back(i);  // (room reserved)
+        cycle.next_member.push_back(i);
+    }
+    return true;
+}
+
 bool group_parts(Heap &heap, Slice &slice) {
     IncrementalCycle &cycle = heap.incremental;
     size_t n = cycle.gathered.size();
-    if (cycle.page == 0) {
+    if (cycle.parent.capacity() < n || cycle.next_member.capacity() < n) {
         try {
             note_internal_allocation(heap);
-            cycle.parent.resize(n);
-            cycle.next_member.resize(n);
+            cycle.parent.reserve(n);
+            cycle.next_member.reserve(n);
         } catch (...) {
             cycle.parent.clear();  // without memory, one part
             cycle.next_member.clear();
             return true;
         }
-        for (size_t i = 0; i < n; ++i) cycle.parent[i] = cycle.next_member[i] = static_cast<uint32_t>(i);
     }
+    if (!make_singletons(cycle, slice)) return false;
     for (; cycle.page < n; ++cycle.page) {
         if (slice.out_of_time()) return false;
         ++slice.done;
@@ -290,6 +311,13 @@ void add_to_batch(Heap &heap, IncrementalCycle &cycle, size_t i) {
     meta.word = 0;
 }
 
+// The gathered set and its parts, emptied.
+void release_gathered(IncrementalCycle &cycle) {
+    cycle.gathered.clear();
+    cycle.parent.clear();
+    cycle.next_member.clear();
+}
+
 // The gathered objects no batch took leave the cycle, unmarked.
 void drop_gathered(IncrementalCycle &cycle) {
     for (cgc_object *op : cycle.gathered) {
@@ -298,9 +326,7 @@ void drop_gathered(IncrementalCycle &cycle) {
         meta.schedule = 0;
         meta.word = 0;
     }
-    cycle.gathered.clear();
-    cycle.parent.clear();
-    cycle.next_member.clear();
+    release_gathered(cycle);
 }
 
 // Starts a cycle over the objects in generation 2 now.
@@ -399,10 +425,15 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns) {
 
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index) {
     IncrementalCycle &cycle = heap.incremental;
-    std::vector<cgc_object *> &list = (meta_of(op).schedule & kIncrClearing) ? cycle.to_clear
-                                      : cycle.step == IncrementalStep::mark  ? cycle.stack
-                                                                             : cycle.gathered;
-    if (index < list.size() && list[index] == op) list[index] = nullptr;
+    auto forget = [&](auto &list) {
+        if (index < list.size() && list[index] == op) list[index] = nullptr;
+    };
+    if (meta_of(op).schedule & kIncrClearing)
+        forget(cycle.to_clear);
+    else if (cycle.step == IncrementalStep::mark)
+        forget(cycle.stack);
+    else
+        forget(cycle.gathered);
 }
 
 void end_cycle(Heap &heap) {
@@ -489,7 +520,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
         // time left by its last batch.
         bool proving = cycle.step == IncrementalStep::final;
         if (analyse(heap, slice) && (proving || ns == 0) && prove_batches(heap, start, ns)) {
-            drop_gathered(cycle);
+            release_gathered(cycle);  // (every entry taken by a batch: none to unmark)
             cycle.step = IncrementalStep::clear;
             finished = clear_garbage_slice(heap, deadline, 0);
         }
@@ -511,7 +542,11 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     cgc_ssize_t found = 0;
     // The young collection due, as collect_automatic would run it.
     heap.apply_young_threshold();
-    if (young.count > young.threshold) {
+    // (Or its list: the count is allocations minus deallocations, and the
+    // clear step frees old garbage as fast as the program allocates, which
+    // held the count near 0 while generation 0 grew to 30,000 objects.)
+    auto listed = static_cast<cgc_ssize_t>(heap.young_count(0));
+    if (young.count > young.threshold || listed > young.threshold) {
         int g = generation_due(heap, 1) ? 1 : 0;
         cgc_generation_stats before = heap.generations[g].stats;
         found = collect(heap, g);
@@ -525,9 +560,10 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
         begin_cycle(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
-        // (Aimed at half the budget: a slice's work varies with the cache
-        // and the graph, and its clock is read every few hundred units.)
-        uint64_t aim = cycle.budget_ns / 2;
+        // (Aimed at 2/5 of the budget: a slice's work varies with the cache
+        // and the graph, and its clock is read every few hundred units; at
+        // half of it, a slice's overrun put the 99th percentile just past it.)
+        uint64_t aim = cycle.budget_ns / 5 * 2;
         uint64_t left = aim > spent ? aim - spent : 1;
         run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation);
     }

@@ -5,6 +5,7 @@
 #include <cyclegc/cyclegc.h>
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace cyclegc::internal {
@@ -57,8 +58,10 @@ struct IncrementalCycle {
     // gathered objects. An object in either has kIncrListed and its index in
     // GcMeta::word: untracking it nulls its entry (forget_listed), so no
     // entry ever points at a freed object.
-    std::vector<cgc_object *> stack;
-    std::vector<cgc_object *> gathered;
+    // (Deques: growing one copies nothing, where a vector's doubling copied
+    // every entry in one pause.)
+    std::deque<cgc_object *> stack;
+    std::deque<cgc_object *> gathered;
     // Step E's parts: a union-find forest over the gathered entries, and
     // each part's members as a circular list (next_member), spliced when
     // two parts join. Empty when there was no memory: one part.
@@ -77,6 +80,9 @@ struct IncrementalCycle {
     // generations[0].count when the last slice ran (the allocations since
     // then set the slice's least work: see kWorkPerAllocation).
     cgc_ssize_t count_at_slice = 0;
+    // What generation 0's recent collections cost per object (schedule.cpp:
+    // its threshold is kept within the budget).
+    double young_ns_per_object = 0;
     IncrementalObserver observer = nullptr;  // (tests only)
     void *observer_context = nullptr;
 
