@@ -26,6 +26,9 @@
 //     tp_finalize on every unreachable object not finalized before, before
 //     any tp_clear. A finalizer may do anything: resurrect objects, free
 //     others, create garbage, ask for a collection (refused while one runs).
+//     On a shared heap, whose collections stop the world, the other threads
+//     run while these callbacks and finalizers do (one may wait for them),
+//     and the world stops again for steps 3 and 4.
 //  3. If any callback or finalizer ran, repeat step 1 on the unreachable set
 //     with the current counts: an object made reachable again, and all it
 //     reaches, survives ("resurrection").
@@ -776,20 +779,36 @@ void call_holding(cgc_object *op, const char *what, Function function) {
     cgc_decref(op);
 }
 
-// Step 2, finalizers (after the weak references: handle_weakrefs). Returns
-// whether any ran.
+// Step 2, finalizers (after the weak references' callbacks). Returns
+// whether any ran. A shared heap's other threads may run meanwhile
+// (let_world_run): the set and the objects' flags are read and changed
+// under the state lock, never held while a finalizer runs.
 bool finalize_garbage(Heap &heap) {
     expect_phase(heap, Phase::finalizing);
     bool ran = false;
     // By index: a finalizer may free any member (leaving NULL), never add.
     for (size_t i = 0; i < heap.unreachable.size(); ++i) {
-        cgc_object *op = heap.unreachable[i];
-        if (!op) continue;
-        GcMeta &meta = meta_of(op);
-        cgc_destructor finalize = op->ob_type->tp_finalize;
-        if (!finalize || (meta.flags & kFinalized)) continue;
-        meta.flags |= kFinalized;
-        call_holding(op, "tp_finalize", [&] { finalize(op); });
+        cgc_object *op;
+        cgc_destructor finalize;
+        bool nested;
+        {
+            StateLock guard(heap);
+            op = heap.unreachable[i];
+            if (!op) continue;
+            GcMeta &meta = meta_of(op);
+            finalize = op->ob_type->tp_finalize;
+            if (!finalize || (meta.flags & kFinalized)) continue;
+            meta.flags |= kFinalized;
+            // As call_holding, the flag changed under the lock.
+            cgc_incref(op);
+            nested = hold(meta);
+        }
+        call_user_code("tp_finalize", op, [&] { finalize(op); });
+        {
+            StateLock guard(heap);
+            let_go(meta_of(op), nested);
+        }
+        cgc_decref(op);
         ran = true;
     }
     return ran;
@@ -1081,11 +1100,16 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
 
     // Step 2.
     heap.phase = Phase::finalizing;
-    bool user_code_ran = false;
-    cgc_ssize_t weakrefs_freed = handle_weakrefs(heap, heap.unreachable, &user_code_ran);
+    std::vector<WeakRef *> callbacks;
+    queue_weakref_callbacks(heap, heap.unreachable, callbacks);
+    bool user_code_ran = !callbacks.empty();
+    // A shared heap's other threads run while this user code does.
+    bool restarted = (user_code_ran || finalizers) && let_world_run(heap);
+    cgc_ssize_t weakrefs_freed = run_weakref_callbacks(callbacks);
     // (Weak reference callbacks may free unreachable objects, never add any:
     // without a finalizer among them before, there is none after.)
     if (finalizers) user_code_ran |= finalize_garbage(heap);
+    if (restarted) stop_world_again(heap);
     if (user_code_ran) keep_resurrected(heap, older);  // step 3
     // Step 4.
     clear_weakrefs_silently(heap, heap.unreachable);

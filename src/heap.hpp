@@ -343,6 +343,13 @@ bool stopped_by_this_thread(const Heap &heap);
 // thread stops it). restart_world undoes it.
 bool stop_world(Heap &heap);
 void restart_world(Heap &heap);
+// Within a collection of a shared heap whose world this thread stopped:
+// restarts the world so that other threads run while the collection's
+// finalizers and weak-reference callbacks do (CPython's order: one may wait
+// for another thread). False if it cannot (not attached, or inside a
+// deallocation). stop_world_again stops it once they have run.
+bool let_world_run(Heap &heap);
+void stop_world_again(Heap &heap);
 // The world of a shared heap stopped for a scope (nothing on a confined
 // heap, or if the calling thread stopped it already): for the gc module's
 // walks over every object, as CPython's free-threaded build does.
@@ -450,12 +457,17 @@ void call_user_code(const char *what, cgc_object *op, Function function) noexcep
 // Writes one line to the heap's log sink (debug output).
 void log_line(Heap &heap, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
-// Weak references during a collection (weakref.cpp). Clears weak references
-// to the unreachable objects and those that are themselves unreachable, then
-// runs the callbacks of the reachable ones; sets *ran if any ran, and returns
-// how many weak reference objects the callbacks freed (counted as collected,
-// as in CPython).
-cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable, bool *ran);
+// Weak references during a collection (weakref.cpp), in two calls so that a
+// shared heap's world can run between them. The first clears weak
+// references to the unreachable objects and those that are themselves
+// unreachable, and queues (holding a reference) the reachable ones that have
+// a callback; the second runs the queued callbacks and returns how many weak
+// reference objects the queue's release freed (counted as collected, as in
+// CPython).
+struct WeakRef;
+void queue_weakref_callbacks(Heap &heap, const std::vector<cgc_object *> &unreachable,
+                             std::vector<WeakRef *> &queue);
+cgc_ssize_t run_weakref_callbacks(std::vector<WeakRef *> &queue);
 // Clears, without callbacks, weak references to the unreachable objects
 // (made by finalizers) and unreachable weak reference objects.
 void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable);

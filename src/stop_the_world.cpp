@@ -14,6 +14,7 @@
 #include "shared_heap.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace cyclegc::internal {
 
@@ -158,7 +159,29 @@ void restart_world(Heap &heap) {
     shared.world_changed.notify_all();
 }
 
+bool let_world_run(Heap &heap) {
+    if (!heap.shared || !stopped_by_this_thread(heap) || !attached_here(heap) || t_shared_trashcan.depth > 0)
+        return false;
+    restart_world(heap);
+    return true;
+}
+
+void stop_world_again(Heap &heap) {
+    // (Cannot fail: the thread is attached, outside any deallocation, and
+    // holds no state lock, as when let_world_run restarted the world.)
+    if (!stop_world(heap)) [[unlikely]] {
+        report(CGC_ERR_CORRUPTION, "collector: the world of a shared heap could not be stopped again");
+        std::abort();
+    }
+}
+
 cgc_ssize_t collect_stopped(Heap &heap, int generation, bool automatic) {
+    {
+        // One collection at a time: while another runs its finalizers with
+        // the world running, a stop would only find it collecting.
+        StateLock guard(heap);
+        if (heap.collecting()) return 0;
+    }
     if (!stop_world(heap)) return 0;
     cgc_ssize_t found = automatic ? collect_automatic(heap) : collect(heap, generation);
     restart_world(heap);

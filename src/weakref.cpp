@@ -116,12 +116,11 @@ bool is_weakref(cgc_object *op) {
     return false;
 }
 
-cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreachable, bool *ran) {
-    *ran = false;
+void queue_weakref_callbacks(Heap &heap, const std::vector<cgc_object *> &unreachable,
+                             std::vector<WeakRef *> &queue) {
     // No weak reference is attached to anything: nothing to clear (a weak
     // reference object whose referent died is detached already).
-    if (heap.weakref_lists.empty()) return 0;
-    std::vector<WeakRef *> queue;
+    if (heap.weakref_lists.empty()) return;
     for (cgc_object *op : unreachable) {
         if (!op) continue;
         // A weak reference that is garbage itself must never call back
@@ -130,9 +129,9 @@ cgc_ssize_t handle_weakrefs(Heap &heap, const std::vector<cgc_object *> &unreach
         // Only weak references that survive get their callback.
         detach_all(op, queue, [](WeakRef *wr) { return !(meta_of(wr).flags & kCollecting); });
     }
-    *ran = !queue.empty();
-    return run_callbacks(queue);
 }
+
+cgc_ssize_t run_weakref_callbacks(std::vector<WeakRef *> &queue) { return run_callbacks(queue); }
 
 void clear_weakrefs_silently(Heap &heap, const std::vector<cgc_object *> &unreachable) {
     if (heap.weakref_lists.empty()) return;  // (see handle_weakrefs)

@@ -66,14 +66,23 @@ PyTypeObject pair_type = [] {
     return type;
 }();
 
-PyObject *new_pair() {
-    Pair *pair = PyObject_GC_New(Pair, &pair_type);
+PyObject *new_pair(PyTypeObject *type = &pair_type) {
+    Pair *pair = PyObject_GC_New(Pair, type);
     if (!pair) return nullptr;
     pair->first = pair->second = nullptr;
     pair->state = kAlive;
     PyObject_GC_Track(reinterpret_cast<PyObject *>(pair));
     g_made.fetch_add(1, std::memory_order_relaxed);
     return reinterpret_cast<PyObject *>(pair);
+}
+
+// pair_type with a finalizer (to be readied).
+PyTypeObject pair_type_finalized_by(const char *name, destructor finalize) {
+    PyTypeObject type = pair_type;
+    type.tp_name = name;
+    type.tp_finalize = finalize;
+    type.tp_flags &= ~Py_TPFLAGS_READY;
+    return type;
 }
 
 // A ring of `length` pairs, each also pointing back to the first: dropped,
@@ -281,10 +290,7 @@ void pair_finalize_resurrect(PyObject *self) {
 }
 
 TEST_F(SharedHeapTest, FinalizersResurrectWhileOtherThreadsRun) {
-    PyTypeObject resurrecting = pair_type;
-    resurrecting.tp_name = "shared_test.Resurrecting";
-    resurrecting.tp_finalize = pair_finalize_resurrect;
-    resurrecting.tp_flags &= ~Py_TPFLAGS_READY;
+    PyTypeObject resurrecting = pair_type_finalized_by("shared_test.Resurrecting", pair_finalize_resurrect);
     ASSERT_EQ(PyType_Ready(&resurrecting), 0);
     std::atomic<bool> stop{false};
     std::vector<std::thread> others;
@@ -322,6 +328,61 @@ TEST_F(SharedHeapTest, FinalizersResurrectWhileOtherThreadsRun) {
     }
     stop = true;
     join_detached(others);
+    expect_all_freed_once();
+}
+
+// A finalizer that waits for a lock another attached thread holds while it
+// allocates (a safepoint): with the world stopped during finalizers, that
+// thread would be parked holding the lock and the finalizer would wait for
+// ever. CPython's order restarts the world for finalizers and callbacks.
+std::mutex g_held_by_other;
+std::atomic<bool> g_finalizer_waits{false};
+std::atomic<int> g_finalizer_got_lock{0};
+
+void pair_finalize_wait_for_lock(PyObject *) {
+    g_finalizer_waits = true;
+    // (Polled: ThreadSanitizer does not follow std::timed_mutex's timed lock.)
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!g_held_by_other.try_lock()) {
+        if (std::chrono::steady_clock::now() > deadline) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ++g_finalizer_got_lock;
+    g_held_by_other.unlock();
+}
+
+void weakref_callback_wait_for_lock(cgc_object *, void *) { pair_finalize_wait_for_lock(nullptr); }
+
+TEST_F(SharedHeapTest, FinalizersAndCallbacksRunWhileOtherThreadsRun) {
+    PyTypeObject waiting = pair_type_finalized_by("shared_test.Waiting", pair_finalize_wait_for_lock);
+    ASSERT_EQ(PyType_Ready(&waiting), 0);
+    for (bool finalizer : {true, false}) {
+        g_finalizer_waits = false;
+        g_finalizer_got_lock = 0;
+        std::atomic<bool> holding{false};
+        std::vector<std::thread> other;
+        other.emplace_back([&] {
+            cgc_heap_set_current(heap_);
+            std::lock_guard guard(g_held_by_other);
+            holding = true;
+            // Allocates (safepoints) until the finalizer waits, and a while more.
+            while (!g_finalizer_waits) make_and_drop_chain(2);
+            for (int i = 0; i < 1000; ++i) make_and_drop_chain(2);
+            // (unlocked here, then detached)
+        });
+        while (!holding) std::this_thread::yield();
+        PyObject *a = new_pair();
+        PyObject *b = new_pair(finalizer ? &waiting : &pair_type);
+        reinterpret_cast<Pair *>(a)->first = Py_NewRef(b);
+        reinterpret_cast<Pair *>(b)->first = a;
+        // A weak reference (reachable) to the cycle, whose callback waits.
+        PyObject *weak = finalizer ? nullptr : cgc_weakref_new(b, weakref_callback_wait_for_lock, nullptr);
+        Py_DECREF(b);
+        EXPECT_EQ(cgc_collect(2), 2);
+        EXPECT_EQ(g_finalizer_got_lock, 1) << (finalizer ? "finalizer" : "weak reference callback");
+        join_detached(other);
+        Py_XDECREF(weak);
+    }
     expect_all_freed_once();
 }
 
