@@ -5,12 +5,14 @@
 // between them: A. each becomes a candidate, word := its count; B. each
 // reference from a candidate to a candidate is subtracted; C. candidates
 // with word > 0, and all they reach, are marked; D. the unmarked candidates
-// are gathered. Mutation between slices makes that analysis stale, so it
-// frees nothing: the final step (collector.cpp, find_unreachable_gathered)
-// runs the ordinary analysis on the gathered set alone, on the graph as it
-// is then, in one pause. A stale analysis can only gather too few objects
-// (garbage found by the next cycle) or too many (the final step finds them
-// referenced from outside the set and keeps them), never free a live one.
+// are gathered; E. they are split into weakly connected parts. Mutation
+// between slices makes that analysis stale, so it frees nothing: the final
+// step F (collector.cpp, find_unreachable_gathered) runs the ordinary
+// analysis on a batch of whole parts per slice, on the graph as it is then,
+// in one pause each; G. the garbage is cleared over later slices. A stale
+// analysis can only gather too few objects (garbage found by the next
+// cycle) or too many (a batch finds them referenced from outside it and
+// keeps them), never free a live one.
 //
 // Young collections keep running between slices, on generations 0 and 1
 // with their own flags; objects tracked or promoted during a cycle are not
