@@ -399,8 +399,11 @@ void prove_batch(Heap &heap) {
 // Step F: batches of parts analysed (collect's final step), each sized to
 // the time left by what the batches before it cost per object; true when
 // no part is left. (ns = 0: all in one batch.)
-bool prove_batches(Heap &heap, uint64_t start, uint64_t ns) {
+// At least `least` objects are proven, whatever the time (the step keeps up
+// with the allocations, as the others do).
+bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, size_t least) {
     IncrementalCycle &cycle = heap.incremental;
+    size_t proven = 0;
     for (bool first = true;; first = false) {
         if (!parts_left(cycle)) {
             // (Nothing gathered: the collection is run all the same, empty, so
@@ -409,12 +412,14 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns) {
             return true;
         }
         uint64_t spent = elapsed_ns(heap, start);
-        if (ns && spent >= ns && !first) return false;
+        if (ns && spent >= ns && !first && proven >= least) return false;
         size_t limit = SIZE_MAX;
         // (Half the time left: what a batch costs per object varies twofold.)
         if (ns) limit = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(ns - std::min(ns, spent)) /
                                                                   (2 * cycle.ns_per_object)));
+        if (proven < least) limit = std::max(limit, least - proven);
         if (!take_batch(heap, limit)) return true;
+        proven += cycle.batch.size();
         auto objects = static_cast<double>(cycle.batch.size());
         uint64_t began = pause_clock_ns(heap.pause_clock_thread_cpu);
         prove_batch(heap);
@@ -521,7 +526,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
         // its batches are sized to a slice. Its garbage is cleared in the
         // time left by its last batch.
         bool proving = cycle.step == IncrementalStep::final;
-        if (analyse(heap, slice) && (proving || ns == 0) && prove_batches(heap, start, ns)) {
+        if (analyse(heap, slice) && (proving || ns == 0) && prove_batches(heap, start, ns, least_work / (4 * kTraverseUnits))) {
             release_gathered(cycle);  // (every entry taken by a batch: none to unmark)
             cycle.step = IncrementalStep::clear;
             finished = clear_garbage_slice(heap, deadline, 0);
