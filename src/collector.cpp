@@ -717,23 +717,12 @@ Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     return found;
 }
 
-// The incremental cycle's final step: the ordinary analysis on the gathered
-// set alone, with the counts as they are now (docs/design.md, "Incremental
-// collection"). Its survivors stay in generation 2.
+// The incremental cycle's final step: the ordinary analysis on a batch of
+// the gathered set (whole parts of it: incremental.cpp, step E), with the
+// counts as they are now (docs/design.md, "Incremental collection"). Its
+// survivors stay in generation 2.
 Found find_unreachable_gathered(Heap &heap) {
-    std::vector<cgc_object *> set;
-    set.swap(heap.incremental.gathered);
-    size_t kept = 0;
-    for (cgc_object *op : set) {
-        if (!op) continue;  // (untracked since it was gathered)
-        GcMeta &meta = meta_of(op);
-        meta.schedule = 0;
-        meta.word = 0;
-        set[kept++] = op;
-    }
-    set.resize(kept);
-    end_cycle(heap);
-    UnreachableSet candidates{set};
+    UnreachableSet candidates{heap.incremental.batch};
     return find_unreachable(heap, candidates, 2, false);
 }
 
@@ -1057,27 +1046,36 @@ struct Outcome {
     cgc_ssize_t candidates = 0;
     cgc_ssize_t collected = 0;
     cgc_ssize_t uncollectable = 0;
-    bool clearing_later = false;  // an incremental cycle's garbage, handed to its clear step
 };
 
-// The incremental cycle's final step, its garbage proven, finalized and its
-// weak references cleared: the clear step's slices clear it (tp_clear, then
-// the survivors' pass) instead of this pause. Nothing outside the set
+// A batch of the incremental cycle's final step, its garbage proven,
+// finalized and its weak references cleared: the clear step's slices clear
+// it (tp_clear, then the survivors' pass) instead of this pause, after every
+// batch (all finalizers before any tp_clear, as in one collection). Nothing outside the set
 // refers to it, so the program cannot see it meanwhile; unmarked as the
 // collection's set, no other collection takes it for a candidate.
-void hand_over_garbage(Heap &heap) {
+bool hand_over_garbage(Heap &heap, cgc_ssize_t garbage) {
     IncrementalCycle &cycle = heap.incremental;
+    std::vector<cgc_object *> &to_clear = cycle.to_clear;
+    try {
+        // (Room for the whole gathered set, which bounds the garbage of
+        // every batch, while the list is empty: growing it later, with a
+        // capacity kept from a smaller cycle, copied it in one pause.)
+        size_t total = std::max(to_clear.size() + static_cast<size_t>(garbage), cycle.gathered.size());
+        if (to_clear.capacity() < total) reserve_counted(heap, to_clear, total - to_clear.size());
+    } catch (...) {
+        return false;  // cleared now
+    }
     for (cgc_object *op : heap.unreachable) {
         if (!op) continue;
-        GcMeta &meta = meta_of(op);  // (its word stays its index)
+        GcMeta &meta = meta_of(op);
         meta.flags = static_cast<uint8_t>(meta.flags & ~(kCollecting | kReachable));
         meta.schedule = kIncrListed | kIncrClearing;
+        meta.word = static_cast<uint32_t>(to_clear.size());
+        to_clear.push_back(op);  // (room reserved)
     }
-    cycle.to_clear.clear();
-    cycle.to_clear.swap(heap.unreachable);
-    cycle.clear_cursor = 0;
-    cycle.survivor_cursor = 0;
-    cycle.step = IncrementalStep::clear;
+    heap.unreachable.clear();
+    return true;
 }
 
 // Steps 1 to 4 on generation `generation` and the younger ones (or on the
@@ -1108,7 +1106,9 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
         found = find_unreachable(heap, candidates, older);
     }
     outcome.candidates = found.candidates;
-    update_long_lived(heap, generation, found.candidates - found.unreachable, incremental_final);
+    cgc_ssize_t unreachable = found.unreachable;
+    if (incremental_final) unreachable = heap.incremental.pending.unreachable += found.unreachable;  // (all batches')
+    update_long_lived(heap, generation, found.candidates - unreachable, incremental_final);
 
     bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);  // 1e
     if (heap.is_shared()) disown_for_clearing(heap.unreachable);
@@ -1134,11 +1134,8 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     outcome.collected = weakrefs_freed + garbage;
     // (Legacy finalizers and DEBUG_SAVEALL keep the whole of step 4 here.)
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
-    if (incremental_final && garbage > 0 && heap.uncollectable.empty() && !save_all) {
-        hand_over_garbage(heap);
-        outcome.clearing_later = true;
+    if (incremental_final && garbage > 0 && heap.uncollectable.empty() && !save_all && hand_over_garbage(heap, garbage))
         return outcome;
-    }
     outcome.collected -= clear_garbage(heap, older);  // (only what was freed counts)
     outcome.uncollectable = keep_uncollectable(heap, older);
     release_large_scratch(heap);
@@ -1245,6 +1242,8 @@ bool keep_some_survivors(Heap &heap, ClearClock &clock) {
 void release_cleared(IncrementalCycle &cycle) {
     constexpr size_t kKeptEntries = size_t(1) << 20;  // (as release_large_scratch)
     cycle.to_clear.clear();
+    cycle.clear_cursor = 0;
+    cycle.survivor_cursor = 0;
     if (cycle.to_clear.capacity() > kKeptEntries) std::vector<cgc_object *>().swap(cycle.to_clear);
 }
 
@@ -1261,23 +1260,30 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     heap.collection_due = false;
     // Queued objects hold a reference the analysis would count as external.
     if (heap.is_shared()) merge_all_queues(heap);
-    cgc_collection_info info{};
-    info.generation = generation;
     heap.phase = Phase::callbacks;
-    invoke_callbacks(heap, "start", info);
-
-    if (heap.debug_flags & CGC_DEBUG_STATS) log_generation_sizes(heap, generation);
+    // (An incremental cycle's final step is one collection in batches: it
+    // starts with the first, and is reported when its clear step ends.)
+    PendingOutcome &pending = heap.incremental.pending;
+    if (!incremental_final || !pending.started) {
+        cgc_collection_info info{};
+        info.generation = generation;
+        invoke_callbacks(heap, "start", info);
+        if (heap.debug_flags & CGC_DEBUG_STATS) log_generation_sizes(heap, generation);
+    }
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Outcome outcome = run_collection(heap, generation, incremental_final);
     uint64_t ns = pause_clock_ns(heap.pause_clock_thread_cpu) - start;
-    // (The final step is part of a slice, which records the pause.)
-    if (!incremental_final) heap.pauses.record(ns);
-    if (outcome.clearing_later) {  // reported when the clear step ends
-        heap.incremental.pending = PendingOutcome{outcome.candidates, outcome.collected, ns};
+    if (incremental_final) {  // (its slices record the pauses)
+        pending.started = true;
+        pending.candidates = outcome.candidates;
+        pending.collected += outcome.collected;
+        pending.uncollectable += outcome.uncollectable;
+        pending.ns += ns;
         heap.phase = Phase::idle;
         return 0;
     }
-    report_collection(heap, generation, outcome, ns, incremental_final);
+    heap.pauses.record(ns);
+    report_collection(heap, generation, outcome, ns, false);
     return outcome.collected + outcome.uncollectable;
 }
 
@@ -1289,16 +1295,17 @@ bool clear_garbage_slice(Heap &heap, uint64_t deadline, uint64_t least) {
     ClearClock clock{heap.pause_clock_thread_cpu, deadline, least};
     bool done = clear_some(heap, clock) && keep_some_survivors(heap, clock);
     cycle.pending.ns += pause_clock_ns(heap.pause_clock_thread_cpu) - start;
+    cycle.notify(IncrementalEvent::cleared);
     if (!done) {
         heap.phase = Phase::idle;
         return false;
     }
     release_cleared(cycle);
-    cycle.step = IncrementalStep::none;
-    heap.apply_young_threshold();  // (no more slices between young collections)
     Outcome outcome;
     outcome.candidates = cycle.pending.candidates;
     outcome.collected = cycle.pending.collected;
+    outcome.uncollectable = cycle.pending.uncollectable;
+    end_cycle(heap);
     heap.phase = Phase::callbacks;
     report_collection(heap, CGC_NUM_GENERATIONS - 1, outcome, cycle.pending.ns, true);
     return true;

@@ -5,6 +5,7 @@
 #include <cyclegc/cyclegc.h>
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace cyclegc::internal {
@@ -20,32 +21,57 @@ enum class IncrementalStep : uint8_t {
     subtract,    // B: references among candidates are subtracted from word
     mark,        // C: what candidates with word > 0 reach is marked
     gather,      // D: the unmarked candidates are gathered
-    final,       // the final atomic step: an ordinary analysis of the gathered set
-    clear,       // the garbage it proved is cleared (tp_clear), a budget's worth a slice
+    group,       // E: the gathered set split into its connected parts
+    final,       // F: the ordinary analysis, a batch of whole parts per slice
+    clear,       // G: the garbage it proved is cleared (tp_clear), a budget's worth a slice
 };
 
-// What the final step found, reported (statistics, "stop" callbacks) when
-// the clearing ends.
+// What the final step's batches found, reported (statistics, "stop"
+// callbacks) when the clear step ends.
 struct PendingOutcome {
     cgc_ssize_t candidates = 0;
-    cgc_ssize_t collected = 0;  // weak references freed + the objects to clear
-    uint64_t ns = 0;            // the final step's and the clearing slices' time
+    cgc_ssize_t unreachable = 0;  // found by the batches so far
+    cgc_ssize_t collected = 0;    // weak references freed + the objects to clear
+    cgc_ssize_t uncollectable = 0;
+    uint64_t ns = 0;  // the batches' and the clearing slices' time
+    bool started = false;  // the "start" callbacks ran
 };
+
+// What a test observes of steps F and G (tests/stress: its model follows
+// each batch and each clearing slice, with the program running between).
+enum class IncrementalEvent : uint8_t {
+    batch_begin,  // cycle.batch holds the batch, before its analysis
+    batch_end,    // its garbage appended to cycle.to_clear (or cleared at once)
+    cleared,      // a clearing slice moved clear_cursor and survivor_cursor
+};
+using IncrementalObserver = void (*)(void *context, IncrementalEvent event);
 
 struct IncrementalCycle {
     IncrementalStep step = IncrementalStep::none;
     uint64_t budget_ns = 0;  // cgc_set_pause_budget: 0 is stop-the-world
-    // The cursor of the running step's page walk: the next slot it visits.
+    bool pinned = false;  // the pages, while steps A to D walk them
+    // The cursor of the running step's page walk: the next slot it visits
+    // (step E: the next gathered entry).
     size_t page = 0;
     uint32_t slot = 0;
     // Objects marked behind the mark step's cursor, to be traversed; and the
     // gathered objects. An object in either has kIncrListed and its index in
     // GcMeta::word: untracking it nulls its entry (forget_listed), so no
     // entry ever points at a freed object.
-    std::vector<cgc_object *> stack;
-    std::vector<cgc_object *> gathered;
-    // The clear step: the garbage (kIncrClearing, entries nulled as above),
-    // the next entry to clear, then the next to check for survivors.
+    // (Deques: growing one copies nothing, where a vector's doubling copied
+    // every entry in one pause.)
+    std::deque<cgc_object *> stack;
+    std::deque<cgc_object *> gathered;
+    // Step E's parts: a union-find forest over the gathered entries, and
+    // each part's members as a circular list (next_member), spliced when
+    // two parts join. Empty when there was no memory: one part.
+    std::vector<uint32_t> parent;
+    std::vector<uint32_t> next_member;
+    size_t batch_cursor = 0;  // step F: the next gathered entry whose part is due
+    std::vector<cgc_object *> batch;  // step F: the batch being analysed
+    double ns_per_object = 50;  // what step F's batches have cost, to size the next
+    // Step G: the garbage (kIncrListed | kIncrClearing, entries nulled as
+    // above), the next entry to clear, then the next to check for survivors.
     std::vector<cgc_object *> to_clear;
     size_t clear_cursor = 0;
     size_t survivor_cursor = 0;
@@ -54,20 +80,31 @@ struct IncrementalCycle {
     // generations[0].count when the last slice ran (the allocations since
     // then set the slice's least work: see kWorkPerAllocation).
     cgc_ssize_t count_at_slice = 0;
+    // What generation 0's recent collections cost per object (schedule.cpp:
+    // its threshold is kept within the budget).
+    double young_ns_per_object = 0;
+    IncrementalObserver observer = nullptr;  // (tests only)
+    void *observer_context = nullptr;
 
     bool running() const { return step != IncrementalStep::none; }
+    void notify(IncrementalEvent event) {
+        if (observer) observer(observer_context, event);
+    }
 };
 
-// An object in the cycle's stack or gathered set is being untracked: its
-// entry, at `index`, becomes null.
+// An object in the cycle's stack, gathered set or to-clear list is being
+// untracked: its entry, at `index`, becomes null.
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index);
-// Ends the running cycle's bookkeeping (the pages unpinned) once its
-// gathered set has been taken for the final step.
+// Ends the cycle (its garbage cleared, its collection reported).
 void end_cycle(Heap &heap);
-// Drops a running cycle (every mark cleared, nothing freed): before a
-// stop-the-world full collection, gc.freeze(), or the heap's end. Garbage
-// already proven (the clear step) is cleared to the end instead.
+// Drops a running cycle: before a stop-the-world full collection,
+// gc.freeze(), or the heap's end. Marks are cleared and nothing is freed,
+// but garbage already proven (steps F and G) is cleared to the end.
 void abandon_cycle(Heap &heap);
+// Step F's next batch, in cycle.batch: the members of whole parts, about
+// `limit` objects (at least one part), their marks cleared. False when no
+// part is left.
+bool take_batch(Heap &heap, size_t limit);
 // Starts a cycle if none runs (after a collection of the young
 // generations, so that it examines every object tracked now) and works on
 // it for about `ns` (0: to its end), and at least `least_work` units.

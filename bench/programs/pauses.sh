@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the pauses program (pauses.cpp) stop-the-world and with a 1 ms pause
 # budget, side by side, ROUNDS times each, for the tree heap of HEAP objects
-# and the serving loop; prints each run's line.
+# and the serving loop, then binary-trees (depth 18) and GCBench (depth 16)
+# the same two ways (CYCLEGC_PAUSE_BUDGET_NS); prints each run's line.
 #
 #     bench/programs/pauses.sh BUILD_DIR [HEAP] [ROUNDS]    (1000000, 3)
 #
@@ -28,6 +29,13 @@ for round in $(seq "$rounds"); do
         [[ $mode == serve ]] && size=$((heap / 10))  # (the cache's starting size)
         for budget in 0 1000000; do
             "$program" --mode "$mode" --heap "$size" --allocations "$allocations" --pause-budget "$budget"
+        done
+    done
+    for classic in "binary_trees 18" "gcbench 16"; do
+        read -r name depth <<<"$classic"
+        for budget in 0 1000000; do
+            echo -n "budget_ns=$budget "
+            CYCLEGC_PAUSE_BUDGET_NS=$budget "$1/bench/programs/program_$name" cyclegc "$depth" | tail -n 1
         done
     done
 done

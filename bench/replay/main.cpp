@@ -43,6 +43,8 @@ const char kUsage[] =
     "                   costs in this model, and 6-17x what it costs in the default\n"
     "                   layout (the nodes in CPython's list order: its best case)\n"
     "  --save PATH      write the (single) graph to PATH as .cgcgraph.gz, then replay it\n"
+    "  --pause-budget NS  cyclegc's full collections as incremental cycles in slices of\n"
+    "                   about NS (cgc_collect_slice); prints each one's longest slice\n"
     "  --wall           time with the wall clock (default: the thread's CPU time)\n"
     "  -q, --quiet      no progress on stderr\n";
 
@@ -52,6 +54,7 @@ struct Options {
     bool cpython = false, boehm = false, json = false, quiet = false, aged = false;
     int repeat = 1;
     double churn = 0.10;
+    uint64_t pause_budget = 0;
     std::string save;
 };
 
@@ -80,6 +83,7 @@ Options parse(int argc, char **argv) {
         else if (a == "--json") o.json = true;
         else if (a == "--aged") o.aged = true;
         else if (a == "--wall") use_wall_clock() = true;
+        else if (a == "--pause-budget") o.pause_budget = std::strtoull(value(), nullptr, 10);
         else if (a == "-q" || a == "--quiet") o.quiet = true;
         else if (a == "--repeat") o.repeat = static_cast<int>(parse_count(value(), "--repeat"));
         else if (a == "--gen-random") o.generated.emplace_back('r', static_cast<uint32_t>(parse_count(value(), "--gen-random")));
@@ -289,8 +293,27 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
         boehm_drop = median(v);
     }
 
+    // --pause-budget: each full collection's longest slice (ms) and slices,
+    // the most over the runs.
+    const ReplayResult::Collections kCollections[] = {&ReplayResult::collect_garbage, &ReplayResult::collect_live,
+                                                      &ReplayResult::churn_collect, &ReplayResult::drop_collect};
+    std::string longest, slices, longest_json;
+    for (auto collection : kCollections) {
+        double most = 0;
+        uint64_t count = 0;
+        for (const ReplayResult &r : cg) {
+            most = std::max(most, (r.*collection).longest_pause_ns);
+            count = std::max(count, (r.*collection).pauses);
+        }
+        longest += (longest.empty() ? "" : " / ") + fmt(most / 1e6, 2);
+        slices += (slices.empty() ? "" : " / ") + std::to_string(count);
+        longest_json += (longest_json.empty() ? "" : ",") + json_number(most / 1e6, 3);
+    }
+
     if (o.json) {
         std::string out = "{\"graph\":" + json_string(g.name);
+        if (o.pause_budget)
+            out += ",\"pause_budget_ns\":" + std::to_string(o.pause_budget) + ",\"longest_pause_ms\":[" + longest_json + "]";
         out += ",\"nodes\":" + std::to_string(g.nodes) + ",\"edges\":" + std::to_string(g.edges());
         out += ",\"roots\":" + std::to_string(m.roots) + ",\"root_refs\":" + std::to_string(m.root_refs);
         out += ",\"garbage\":" + std::to_string(m.garbage) + ",\"acyclic_garbage\":" + std::to_string(m.acyclic_garbage);
@@ -369,6 +392,9 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
     std::printf("\n%-27s %9s %9s %12s", "bytes/node: malloc in use", "", "", fmt(scg.malloc_bytes).c_str());
     if (sbw.ran) std::printf(" %12s %9s %10s", "", "", (fmt(sbw.heap_bytes) + "*").c_str());
     std::printf("\n");
+    if (o.pause_budget)
+        std::printf("pause budget %llu ns: longest slice of the four full collections %s ms (slices %s)\n",
+                    (unsigned long long)o.pause_budget, longest.c_str(), slices.c_str());
     std::fflush(stdout);
     return 0;
 }
@@ -377,6 +403,7 @@ int run_graph(Graph &g, const Options &o, std::vector<std::string> &errors) {
 
 int main(int argc, char **argv) {
     Options o = parse(argc, argv);
+    set_replay_pause_budget(o.pause_budget);
     if (o.cpython && !cpython_available()) {
         std::fprintf(stderr, "cyclegc-replay: --cpython: %s\n",
                      "this build has no embedded CPython (configure with Python3 Development.Embed found)");

@@ -16,6 +16,8 @@ struct Step {
     double ns = 0;
     uint64_t freed = 0;
     int64_t collected = -1;  // what the collection call returned (-1: not a collection)
+    double longest_pause_ns = -1;  // --pause-budget: the collection's longest slice
+    uint64_t pauses = 0;           // and its slices
 };
 
 struct ReplayResult {
@@ -31,6 +33,7 @@ struct ReplayResult {
     double rss_bytes = -1;     // process RSS growth while the nodes were built (/proc/self/statm)
     double malloc_bytes = -1;  // malloc'd bytes in use growth (mallinfo2), -1 if not meaningful
     double heap_bytes = -1;    // the collector's own heap growth (Boehm: GC_get_heap_size)
+    using Collections = Step ReplayResult::*;  // (one of the four full collections)
 };
 
 // --aged: the heap of a program that has run a while, where the objects a
@@ -72,6 +75,9 @@ class Fillers {
 // Replays `graph` as cyclegc objects: a variable-size GC type whose items
 // are the references. Frees everything it made before returning.
 // fresh_memory: give back the pages cyclegc keeps before building.
+// --pause-budget NS: cyclegc's full collections run as incremental cycles,
+// slices of about NS each (cgc_collect_slice); 0: cgc_collect(2).
+void set_replay_pause_budget(uint64_t ns);
 ReplayResult replay_cyclegc(const Graph &graph, const Model &model, const Aging &aging, bool fresh_memory);
 
 // The same in an embedded CPython (initialised on first use), if built in.

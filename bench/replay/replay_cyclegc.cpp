@@ -82,6 +82,27 @@ Step timed(F &&step) {
     return s;
 }
 
+uint64_t g_pause_budget = 0;
+
+// A full collection, timed: at once, or (a pause budget) slice after slice
+// until its cycle ends, with its longest slice (the pause statistics').
+Step timed_collection() {
+    cgc_reset_pause_stats();
+    Step s = timed([] {
+        if (g_pause_budget == 0) return int64_t(cgc_collect(2));
+        while (cgc_collect_slice(g_pause_budget) == 0) {
+        }
+        return int64_t(-1);  // (a slice returns no count: the frees are checked)
+    });
+    if (g_pause_budget) {
+        cgc_pause_stats pauses{};
+        cgc_get_pause_stats(&pauses);
+        s.longest_pause_ns = double(pauses.max_ns);
+        s.pauses = pauses.count;
+    }
+    return s;
+}
+
 std::string check(const char *what, const Step &s, uint64_t expected) {
     if (s.freed == expected && (s.collected < 0 || uint64_t(s.collected) == expected)) return "";
     return std::string("cyclegc: ") + what + ": freed " + std::to_string(s.freed) + " (collection returned " +
@@ -89,6 +110,8 @@ std::string check(const char *what, const Step &s, uint64_t expected) {
 }
 
 }  // namespace
+
+void set_replay_pause_budget(uint64_t ns) { g_pause_budget = ns; }
 
 ReplayResult replay_cyclegc(const Graph &g, const Model &m, const Aging &aging, bool fresh_memory) {
     ReplayResult r;
@@ -173,11 +196,11 @@ ReplayResult replay_cyclegc(const Graph &g, const Model &m, const Aging &aging, 
         return r.error.empty();
     };
     if (ok(check("build (acyclic garbage)", r.build, m.acyclic_garbage))) {
-        r.collect_garbage = timed([] { return int64_t(cgc_collect(2)); });
+        r.collect_garbage = timed_collection();
         ok(check("full collection of the graph's garbage", r.collect_garbage, m.cyclic_garbage()));
     }
     if (r.error.empty()) {
-        r.collect_live = timed([] { return int64_t(cgc_collect(2)); });
+        r.collect_live = timed_collection();
         ok(check("full collection with every root held", r.collect_live, 0));
     }
     if (r.error.empty()) {
@@ -195,7 +218,7 @@ ReplayResult replay_cyclegc(const Graph &g, const Model &m, const Aging &aging, 
         ok(check("churn (refcount frees)", r.churn, m.churn_freed_by_refcount));
     }
     if (r.error.empty()) {
-        r.churn_collect = timed([] { return int64_t(cgc_collect(2)); });
+        r.churn_collect = timed_collection();
         ok(check("full collection after the churn", r.churn_collect, m.churn_freed_by_collect));
     }
     if (r.error.empty()) {
@@ -207,7 +230,7 @@ ReplayResult replay_cyclegc(const Graph &g, const Model &m, const Aging &aging, 
             return int64_t(-1);
         });
         ok(check("dropping every root (refcount frees)", r.drop, m.drop_freed_by_refcount));
-        r.drop_collect = timed([] { return int64_t(cgc_collect(2)); });
+        r.drop_collect = timed_collection();
         ok(check("final full collection", r.drop_collect, m.drop_freed_by_collect));
     }
     if (r.error.empty() && g_freed - freed0 != g.nodes)

@@ -14,6 +14,8 @@
 // or drop roots); afterwards they use the objects they hold ("temps").
 #include "world.hpp"
 
+#include "heap.hpp"  // (the incremental cycle's observer)
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -23,6 +25,8 @@
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
+
+namespace gci = cyclegc::internal;
 
 namespace cgc_stress::detail {
 
@@ -365,6 +369,11 @@ RunStats Driver::run() {
     default: break;  // CPython's thresholds, at allocation
     }
     if (opt_.pause_budget) cgc_set_pause_budget(opt_.pause_budget);
+    gci::IncrementalCycle &cycle = gci::current_heap().incremental;
+    cycle.observer = [](void *context, gci::IncrementalEvent event) {
+        g_driver->on_incremental(*static_cast<const gci::IncrementalCycle *>(context), event);
+    };
+    cycle.observer_context = &cycle;
     note("start: automatic collection %s, thresholds %td %td %td",
          mode == 0 ? "off" : mode == 2 ? "at safepoints" : "at allocation", cgc_get_threshold(0),
          cgc_get_threshold(1), cgc_get_threshold(2));
@@ -389,6 +398,7 @@ RunStats Driver::run() {
     stats_.ops = op_index_;
     teardown();
     stats_.model = m_.events;
+    cycle.observer = nullptr;
     cgc_heap_set_current(nullptr);
     uint64_t misuse = cgc_error_count(CGC_ERR_MISUSE);
     cgc_heap_delete(heap_);

@@ -3,7 +3,7 @@
 // collection callbacks and reported errors, each checked against the model.
 #include "world.hpp"
 
-#include "heap.hpp"  // (the incremental cycle's gathered set: note_final_step)
+#include "heap.hpp"  // (the incremental cycle: on_incremental)
 
 #include <algorithm>
 #include <chrono>
@@ -199,46 +199,90 @@ void Driver::on_weakref_destroyed(WrContext *context) {
     delete context;
 }
 
-// Whether the collection starting is an incremental cycle's final step, and
-// on which objects (read from the collector's state: the model cannot know
-// what the slices gathered while the program ran).
-void Driver::note_final_step(int generation) {
-    const gci::IncrementalCycle &cycle = gci::current_heap().incremental;
-    // (A young collection may run while the final step waits for its slice.)
-    final_step_ = generation == 2 && cycle.step == gci::IncrementalStep::final;
-    final_set_.clear();
-    if (!final_step_) return;
-    for (cgc_object *op : cycle.gathered)
-        if (op) final_set_.push_back(id_of(op));
+// The incremental cycle's final step, a batch at a time, and its clear
+// step, a slice at a time: the model follows each on the graph as it is
+// then (the program runs between them).
+void Driver::on_incremental(const gci::IncrementalCycle &cycle, gci::IncrementalEvent event) {
+    switch (event) {
+    case gci::IncrementalEvent::batch_begin:
+        batch_first_ = !cycle.pending.started;
+        batch_ids_.clear();
+        for (cgc_object *op : cycle.batch)
+            if (op) batch_ids_.push_back(id_of(op));
+        to_clear_before_ = cycle.to_clear.size();
+        if (batch_first_) {
+            clear_ids_.clear();
+            cleared_upto_ = kept_upto_ = 0;
+        }
+        break;
+    case gci::IncrementalEvent::batch_end: {
+        std::vector<uint64_t> model = m_.collect_batch(batch_ids_, batch_first_), world;
+        for (size_t i = to_clear_before_; i < cycle.to_clear.size(); ++i) {
+            uint64_t id = cycle.to_clear[i] ? id_of(cycle.to_clear[i]) : 0;
+            clear_ids_.push_back(id);
+            if (id) world.push_back(id);
+        }
+        std::sort(model.begin(), model.end());
+        std::sort(world.begin(), world.end());
+        if (model != world)
+            fail("a batch of the incremental final step left %zu objects to clear, the model %zu", world.size(),
+                 model.size());
+        break;
+    }
+    case gci::IncrementalEvent::cleared:
+        for (; cleared_upto_ < cycle.clear_cursor; ++cleared_upto_)
+            if (uint64_t id = clear_ids_.at(cleared_upto_)) m_.clear_waiting(id);
+        for (; kept_upto_ < cycle.survivor_cursor; ++kept_upto_)
+            if (uint64_t id = clear_ids_.at(kept_upto_)) m_.keep_waiting(id);
+        break;
+    }
 }
 
 void Driver::on_collection(const char *phase, const cgc_collection_info *info) {
+    // (An incremental cycle's collection starts with its first batch and
+    // ends with its clear step, young collections running meanwhile.)
+    bool cycle_step = info->generation == 2 && !collecting_;
     if (std::strcmp(phase, "start") == 0) {
+        if (cycle_step && gci::current_heap().incremental.step == gci::IncrementalStep::final) {
+            if (cycle_open_) fail("an incremental cycle's collection started twice");
+            cycle_open_ = true;
+            return;
+        }
         if (collecting_) fail("a collection started inside another");
         collecting_ = true;
         collection_generation_ = info->generation;
-        note_final_step(info->generation);
+        return;
+    }
+    if (cycle_step && cycle_open_) {
+        cycle_open_ = false;
+        Prediction expected = m_.finish_batches(info->candidates);
+        int64_t survivors = cycle_survivors_;
+        cycle_survivors_ = 0;
+        check_prediction(expected, info, survivors);
         return;
     }
     if (!collecting_ || info->generation != collection_generation_) fail("collection callback 'stop' without 'start'");
     collecting_ = false;
     ++collections_seen_;
-    if (info->generation == 2 && !final_step_) full_collection_in_op_ = true;
+    if (info->generation == 2) full_collection_in_op_ = true;
     // The model collects from the state the collection started from.
-    last_ = final_step_ ? m_.collect(2, &final_set_, info->candidates) : m_.collect(info->generation);
-    final_step_ = false;
+    last_ = m_.collect(info->generation);
     untracked_at_entry_.clear();
     int64_t reported_survivors = reported_survivors_;
     reported_survivors_ = 0;
-    if (reported_survivors != last_.survived_clear)
+    check_prediction(last_, info, reported_survivors);
+}
+
+void Driver::check_prediction(const Prediction &expected, const cgc_collection_info *info, int64_t reported_survivors) {
+    if (reported_survivors != expected.survived_clear)
         fail("collection of generation %d: cyclegc reports %" PRId64 " objects alive after the clearing; "
-             "the model expects %" PRId64, info->generation, reported_survivors, last_.survived_clear);
-    if (info->collected != last_.collected || info->uncollectable != last_.uncollectable ||
-        info->candidates != last_.candidates)
+             "the model expects %" PRId64, info->generation, reported_survivors, expected.survived_clear);
+    if (info->collected != expected.collected || info->uncollectable != expected.uncollectable ||
+        info->candidates != expected.candidates)
         fail("collection of generation %d: cyclegc reports %td collected, %td uncollectable, %td examined; "
              "the model expects %" PRId64 ", %" PRId64 ", %" PRId64,
-             info->generation, info->collected, info->uncollectable, info->candidates, last_.collected,
-             last_.uncollectable, last_.candidates);
+             info->generation, info->collected, info->uncollectable, info->candidates, expected.collected,
+             expected.uncollectable, expected.candidates);
 }
 
 void Driver::on_error(cgc_error_kind kind, const char *message) {
@@ -252,7 +296,7 @@ void Driver::on_error(cgc_error_kind kind, const char *message) {
     long long survivors = 0;
     if (kind == CGC_ERR_MISUSE && std::sscanf(message, "collector: %lld unreachable objects", &survivors) == 1 &&
         std::strstr(message, "still alive after their cycle was cleared")) {
-        reported_survivors_ += survivors;
+        (collecting_ ? reported_survivors_ : cycle_survivors_) += survivors;
         return;
     }
     fail("cyclegc reported an unexpected error (kind %d): %s", static_cast<int>(kind), message);

@@ -521,31 +521,88 @@ void Model::mark_from_outside(const std::vector<uint64_t> &set) {
     }
 }
 
-Prediction Model::collect(int generation, const std::vector<uint64_t> *given, int64_t examined) {
-    const bool full = generation == 2 && !given;
-    const uint8_t older = static_cast<uint8_t>(generation == 2 ? 2 : generation + 1);
+Prediction Model::collect(int generation) {
+    const bool full = generation == 2;
+    const uint8_t older = static_cast<uint8_t>(full ? 2 : generation + 1);
     ++collections_started;
     ++events.collections[generation];
     if (generation < 2) ++count[generation + 1];
-    for (int g = given ? 2 : 0; g <= generation; ++g) count[g] = 0;
+    for (int g = 0; g <= generation; ++g) count[g] = 0;
 
     Prediction p;
     p.generation = generation;
     const uint64_t user_code_before = events.finalizers + events.callbacks;
     std::vector<uint64_t> set;
-    if (given) {
-        for (uint64_t id : *given)
-            if (node(id).alive && node(id).tracked) set.push_back(id);
-    } else {
-        for (auto &[id, n] : nodes_)
-            if (n.alive && n.tracked && n.gen != kPermanent && (full || n.gen <= generation)) set.push_back(id);
+    for (auto &[id, n] : nodes_)
+        if (n.alive && n.tracked && n.gen != kPermanent && (full || n.gen <= generation)) set.push_back(id);
+    p.candidates = static_cast<int64_t>(set.size());
+    Unreachable found = find_and_finalize(set, older, full, p);
+    clear_all(found.remaining, older, p);
+    keep_uncollectable(found.uc, older, p);
+    if (full) last_full_user_code_ = events.finalizers + events.callbacks != user_code_before;
+    add_stats(generation, p);
+    return p;
+}
+
+std::vector<uint64_t> Model::collect_batch(const std::vector<uint64_t> &batch, bool first) {
+    if (first) {
+        ++collections_started;
+        ++events.collections[2];
+        cycle_ = Prediction{};
+        cycle_.generation = 2;
+        waiting_.clear();
     }
+    count[2] = 0;
+    std::vector<uint64_t> set;
+    for (uint64_t id : batch)
+        if (node(id).alive && node(id).tracked) set.push_back(id);
+    Unreachable found = find_and_finalize(set, 2, false, cycle_);
+    std::vector<uint64_t> waiting;
+    // (Legacy finalizers and DEBUG_SAVEALL clear the batch's garbage at once.)
+    if (found.uc.empty() && !save_all)
+        waiting = found.remaining;
+    else
+        clear_all(found.remaining, 2, cycle_);
+    keep_uncollectable(found.uc, 2, cycle_);
+    waiting_.insert(waiting_.end(), waiting.begin(), waiting.end());
+    return waiting;
+}
+
+void Model::clear_waiting(uint64_t id) {
+    Node &n = node(id);
+    if (!n.alive || !n.in_set || !info(n.kind).clear) return;
+    incref(id);
+    clear_object(id);
+    decref(id);
+}
+
+void Model::keep_waiting(uint64_t id) { keep_survivors({id}, 2, false, cycle_); }
+
+Prediction Model::finish_batches(int64_t examined) {
+    keep_survivors(waiting_, 2, false, cycle_);
+    waiting_.clear();
+    settle();
+    cycle_.candidates = examined;
+    add_stats(2, cycle_);
+    return cycle_;
+}
+
+void Model::add_stats(int generation, const Prediction &p) {
+    GenStats &s = stats[generation];
+    s.collections++;
+    s.collected += static_cast<uint64_t>(p.collected);
+    s.uncollectable += static_cast<uint64_t>(p.uncollectable);
+    s.examined += static_cast<uint64_t>(p.candidates);
+}
+
+// Steps 1 to 3 on `set`, and the silent clearing of weak references: adds
+// to p.collected what they free and the garbage left to clear.
+Model::Unreachable Model::find_and_finalize(std::vector<uint64_t> set, uint8_t older, bool full, Prediction &p) {
     std::sort(set.begin(), set.end());
     for (uint64_t id : set) node(id).in_set = true;
-    p.candidates = given ? examined : static_cast<int64_t>(set.size());
     if (g_debug_id && exists(g_debug_id))
         DEBUG_ID(g_debug_id, "collection of generation %d starts: alive %d, tracked %d, gen %d, count %lld, candidate %d",
-                 generation, node(g_debug_id).alive, node(g_debug_id).tracked, node(g_debug_id).gen,
+                 older, node(g_debug_id).alive, node(g_debug_id).tracked, node(g_debug_id).gen,
                  (long long)node(g_debug_id).refcnt, node(g_debug_id).in_set);
 
     // 1. The unreachable set.
@@ -668,9 +725,14 @@ Prediction Model::collect(int generation, const std::vector<uint64_t> *given, in
         std::vector<uint64_t> list = found->second;
         for (uint64_t w : list) detach(node(w));
     }
-    p.collected = weakrefs_freed + static_cast<int64_t>(remaining.size());
+    p.collected += weakrefs_freed + static_cast<int64_t>(remaining.size());
+    return Unreachable{remaining, uc};
+}
 
-    // 4. Clear.
+// Step 4 on the garbage `remaining`: each tp_clear, then what is still
+// alive survived (not collected: an object cleared early may be freed by a
+// later clear).
+void Model::clear_all(const std::vector<uint64_t> &remaining, uint8_t older, Prediction &p) {
     for (uint64_t id : remaining) {
         Node &n = node(id);
         if (!n.alive || !n.in_set) continue;
@@ -683,20 +745,30 @@ Prediction Model::collect(int generation, const std::vector<uint64_t> *given, in
             decref(id);
         }
     }
-    // What is still alive once every clear ran survived: not collected (an
-    // object cleared early may be freed by a later clear).
+    keep_survivors(remaining, older, save_all, p);
+}
+
+// What is still alive once its cycle was cleared goes to `older`; reported
+// by the collector unless DEBUG_SAVEALL `saved` it in the garbage list.
+void Model::keep_survivors(const std::vector<uint64_t> &remaining, uint8_t older, bool saved, Prediction &p) {
+    int64_t survived = 0;
     for (uint64_t id : remaining) {
         Node &n = node(id);
         if (!n.alive || !n.in_set) continue;
         n.in_set = false;
         n.gen = older;
         ++events.survived_clear;
-        if (!save_all) ++p.survived_clear;
+        if (!saved) ++survived;
     }
-    p.collected -= p.survived_clear;
+    p.survived_clear += survived;
+    p.collected -= survived;
     for (uint64_t id : remaining)
         if (!node(id).alive) ++events.freed_by_collector;
+}
 
+// The uncollectable objects set apart by step 1 (legacy finalizers and all
+// they reach), and the objects resurrected by their finalizers.
+void Model::keep_uncollectable(const std::vector<uint64_t> &uc, uint8_t older, Prediction &p) {
     // An uncollectable object resurrected by its finalizer in a deallocation
     // the trashcan deferred was untracked, then tracked again in generation
     // 0: it left the uncollectable set (not counted). The driver tells.
@@ -709,10 +781,11 @@ Prediction Model::collect(int generation, const std::vector<uint64_t> *given, in
         }
     }
     // Uncollectable objects still alive.
+    int64_t uncollectable = 0;
     for (uint64_t id : uc) {
         Node &n = node(id);
         if (!n.alive || !n.in_uc) continue;
-        ++p.uncollectable;
+        ++uncollectable;
         if (save_all || info(n.kind).legacy) {
             garbage.push_back(id);
             incref(id);
@@ -724,11 +797,13 @@ Prediction Model::collect(int generation, const std::vector<uint64_t> *given, in
         n.in_uc = false;
         n.gen = older;
     }
-    events.uncollectable += static_cast<uint64_t>(p.uncollectable);
+    events.uncollectable += static_cast<uint64_t>(uncollectable);
+    p.uncollectable += uncollectable;
 
     for (uint64_t id : ambiguous_) {
         Node &n = node(id);
-        if (!n.alive || !n.tracked || (n.gen != 0 && n.gen != older)) continue;
+        // (Garbage waiting for the clear step is no more in a generation.)
+        if (!n.alive || !n.tracked || n.in_set || (n.gen != 0 && n.gen != older)) continue;
         int actual = generation_of ? generation_of(id) : 0;
         if (actual != 0 && actual != older)
             fail("object " + std::to_string(id) + " resurrected during the finalizers is in generation " +
@@ -737,14 +812,6 @@ Prediction Model::collect(int generation, const std::vector<uint64_t> *given, in
     }
     ambiguous_.clear();
     settle();
-    if (full) last_full_user_code_ = events.finalizers + events.callbacks != user_code_before;
-
-    GenStats &s = stats[generation];
-    s.collections++;
-    s.collected += static_cast<uint64_t>(p.collected);
-    s.uncollectable += static_cast<uint64_t>(p.uncollectable);
-    s.examined += static_cast<uint64_t>(p.candidates);
-    return p;
 }
 
 void Model::forget_dead() {

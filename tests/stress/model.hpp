@@ -225,10 +225,20 @@ class Model {
     GenStats stats[3];
     uint64_t collections_started = 0;
 
-    // Simulates cgc_collect(generation) from the current state; or, given
-    // `set`, an incremental cycle's final step: the same analysis on that set
-    // alone, which reports `examined` (the cycle's candidates).
-    Prediction collect(int generation, const std::vector<uint64_t> *set = nullptr, int64_t examined = 0);
+    // Simulates cgc_collect(generation) from the current state.
+    Prediction collect(int generation);
+    // An incremental cycle's final step, a batch of its gathered set at a
+    // time (the first starts the collection), on the graph as it is then:
+    // steps 1 to 3. Returns the garbage that waits for the clear step (none
+    // if uncollectable objects or DEBUG_SAVEALL made the batch clear it).
+    std::vector<uint64_t> collect_batch(const std::vector<uint64_t> &batch, bool first);
+    // The clear step, an object at a time in the collector's order: its
+    // tp_clear; then, if still alive, it survived (back in generation 2).
+    void clear_waiting(uint64_t id);
+    void keep_waiting(uint64_t id);
+    // The clear step's end: what is still alive survived. The collection's
+    // prediction (`examined`: the cycle's candidates).
+    Prediction finish_batches(int64_t examined);
 
     ModelStats events;
     uint64_t unraisable = 0;
@@ -260,6 +270,15 @@ class Model {
             if (s) f(s);
         if (n.type) f(n.type);
     }
+    struct Unreachable {
+        std::vector<uint64_t> remaining;  // the garbage, to clear
+        std::vector<uint64_t> uc;         // set apart as uncollectable
+    };
+    Unreachable find_and_finalize(std::vector<uint64_t> set, uint8_t older, bool full, Prediction &p);
+    void clear_all(const std::vector<uint64_t> &remaining, uint8_t older, Prediction &p);
+    void keep_survivors(const std::vector<uint64_t> &remaining, uint8_t older, bool saved, Prediction &p);
+    void keep_uncollectable(const std::vector<uint64_t> &uc, uint8_t older, Prediction &p);
+    void add_stats(int generation, const Prediction &p);
     // Steps 1 of a collection on `set`: marks reach on those referenced from
     // outside the set and what they reach.
     void mark_from_outside(const std::vector<uint64_t> &set);
@@ -274,6 +293,8 @@ class Model {
     std::vector<uint64_t> static_resurrected_;
     std::vector<std::pair<uint64_t, uint64_t>> early_;
     bool finalizing_ = false;
+    Prediction cycle_;               // the incremental cycle's batches so far
+    std::vector<uint64_t> waiting_;  // their garbage, waiting for the clear step
     bool draining_ = false;
     uint64_t next_id_ = 1;
     size_t alive_ = 0;

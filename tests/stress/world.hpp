@@ -4,6 +4,7 @@
 #pragma once
 
 #include "driver.hpp"
+#include "incremental.hpp"  // (the incremental cycle the driver observes: hooks.cpp)
 
 #include <cyclegc/cyclegc.h>
 #include <cyclegc/cyclegc.hpp>
@@ -148,7 +149,8 @@ class Driver {
     void p_collect(int generation);
     void p_safepoint();
     void p_slice();
-    void note_final_step(int generation);
+    void on_incremental(const cyclegc::internal::IncrementalCycle &cycle, cyclegc::internal::IncrementalEvent event);
+    void check_prediction(const Prediction &expected, const cgc_collection_info *info, int64_t reported_survivors);
     void p_weakref_get(size_t index);
     void p_resize(size_t index, size_t items);
     void p_freeze(bool freeze);
@@ -207,9 +209,19 @@ class Driver {
     int64_t reported_survivors_ = 0;  // in the running collection (on_error)
     bool collecting_ = false;
     int collection_generation_ = -1;
-    // The running collection is an incremental cycle's final step, on this set.
-    bool final_step_ = false;
-    std::vector<uint64_t> final_set_;
+    // An incremental cycle's collection (its final and clear steps, over
+    // several slices): started, not yet reported; the batch being proven
+    // (its first?); the ids of the cycle's to-clear list, entry by entry,
+    // and how many of them the model cleared, and checked for survivors; the
+    // survivors the clearing reported.
+    bool cycle_open_ = false;
+    bool batch_first_ = false;
+    std::vector<uint64_t> batch_ids_;
+    size_t to_clear_before_ = 0;
+    std::vector<uint64_t> clear_ids_;
+    size_t cleared_upto_ = 0;
+    size_t kept_upto_ = 0;
+    int64_t cycle_survivors_ = 0;
     uint64_t collections_seen_ = 0;
     bool full_collection_in_op_ = false;
     Prediction last_;

@@ -536,6 +536,44 @@ TEST_F(IncrementalTest, ObjectsTheClearsDoNotFreeReturnToGenerationTwo) {
     cgc_decref(obj(live));
 }
 
+// ---- Step E and F: the gathered set proven a batch of whole parts a slice -
+
+TEST_F(IncrementalTest, TheFinalStepProvesWholePartsOverSeveralSlices) {
+    Node *live = old_chain(1000);
+    // One part of 500 (a ring: a batch that split it would keep it all) and
+    // 500 parts of one.
+    std::vector<Node *> ring;
+    for (int i = 0; i < 500; ++i) ring.push_back(new_node(i));
+    for (int i = 0; i < 500; ++i) link_next(ring[i], ring[(i + 1) % 500]);
+    cgc_collect(1);
+    cgc_collect(1);
+    for (Node *node : ring) cgc_decref(obj(node));
+    old_garbage_self_cycles(500, 1000);
+    slice_until(Step::final);
+    int proving = slice_until(Step::clear);
+    EXPECT_GT(proving, 100);  // one part per 1 ns slice
+    finish_freeing(1000, 1000);
+    cgc_decref(obj(live));
+}
+
+TEST_F(IncrementalTest, PartsLinkedAfterTheyWereFoundAreProvenApartAndKept) {
+    Node *live = old_chain(1000);
+    Node *x = old_garbage_self_cycle(1);
+    Node *y = old_garbage_self_cycle(2);
+    slice_until(Step::final);  // x and y found as two parts
+    // The program (which kept pointers) takes y and links it to x.
+    cgc_incref(obj(y));
+    link_extra(y, obj(x));
+    cgc_collect_slice(1);  // x's part: referenced from y, outside its batch
+    finish_cycle();
+    EXPECT_EQ(counters.deallocated, 0);
+    EXPECT_EQ(generation_of(x), 2);
+    EXPECT_EQ(generation_of(y), 2);
+    cgc_decref(obj(y));
+    EXPECT_EQ(cgc_collect(2), 2);
+    cgc_decref(obj(live));
+}
+
 // ---- The pause histogram ------------------------------------------------
 
 TEST(PauseHistogram, BucketsAreLogLinear) {
