@@ -303,7 +303,7 @@ void cgc_decref_slow(cgc_object *op) {
     }
     // (Refused: the reference is kept, as the release could race with a
     // collection that does not wait for this thread.)
-    if (Heap &heap = *page_of(op)->heap; t_attached_heap != &heap && unattached_use(heap, "Py_DECREF", op))
+    if (Heap &heap = heap_of(op); t_attached_heap != &heap && unattached_use(heap, "Py_DECREF", op))  // (a lent page's heap is a local heap: its home)
         [[unlikely]] return;
     if (!owned_here(word)) {
         decref_shared_count(op);

@@ -45,7 +45,7 @@ bool heap_exists(const Heap *heap) {
 
 // The heap whose page holds `op`, or null: an object outside the pages (a
 // confined heap's non-GC object, from malloc).
-Heap *home_of(const cgc_object *op) { return g_arena->contains(op) ? page_of(op)->heap : nullptr; }
+Heap *home_of(const cgc_object *op) { return g_arena->contains(op) ? &heap_of(op) : nullptr; }  // (a lent page's: the shared heap)
 
 // The graph: every object of the source heap (and every non-GC object
 // outside the pages) that the root reaches, with the references to each from
