@@ -85,10 +85,11 @@ constexpr uint64_t kMetaIncrListed = uint64_t(kIncrListed) << 56;
 constexpr uint8_t kIncrClearing = 16;
 constexpr uint64_t kMetaScheduleBits = uint64_t(0xFF) << 56;
 constexpr uint64_t meta_flag_bits(uint8_t flags) { return uint64_t(flags) << 32; }
+// (Relaxed-atomic: a thread attached to a shared heap reads the GcMeta of
+// its own objects on its fast paths while another, under the state lock,
+// may move such an object in a generation's array and store its index.)
 inline uint64_t meta_bits(const GcMeta &meta) {
-    uint64_t bits;
-    std::memcpy(&bits, &meta, sizeof bits);
-    return bits;
+    return __atomic_load_n(reinterpret_cast<const uint64_t *>(&meta), __ATOMIC_RELAXED);
 }
 inline void set_meta_bits(GcMeta &meta, uint64_t bits) { std::memcpy(&meta, &bits, sizeof bits); }
 static_assert(std::endian::native == std::endian::little, "GcMeta bit layout");

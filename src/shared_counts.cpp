@@ -96,7 +96,7 @@ void merge_zero_local(cgc_object *op) {
 }
 
 void enqueue(cgc_object *op) {
-    SharedHeap &shared = *page_of(op)->heap->shared;
+    SharedHeap &shared = *heap_of(op).shared;  // (atomic: another thread may be lending the page)
     std::lock_guard<std::mutex> guard(shared.queue_lock);
     try {
         shared.queue.push_back(op);
@@ -233,7 +233,7 @@ void init_shared_object(Heap &heap, cgc_object *op) {
 
 void rebias_if_shared(cgc_object *op) {
     cgc_ssize_t count = load_word(op);
-    if (count < 0 || !g_arena->contains(op) || !page_of(op)->heap->is_shared()) return;
+    if (count < 0 || !g_arena->contains(op) || !heap_of(op).is_shared()) return;
     shared_count_of(op).store(count * kSharedOne | kSharedMerged, std::memory_order_release);
     store_word(op, static_cast<cgc_ssize_t>(kSharedWordBit));
 }

@@ -78,7 +78,8 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
             if (index + 1 != list.size()) {  // else: the newest, the common case
                 cgc_object *last = list.back();
                 list[index] = last;
-                meta_of(last).word = static_cast<uint32_t>(index);
+                // (Atomic: see meta_bits.)
+                __atomic_store_n(&meta_of(last).word, static_cast<uint32_t>(index), __ATOMIC_RELAXED);
             }
             list.pop_back();
         }
