@@ -148,6 +148,15 @@ void join_detached(std::vector<std::thread> &threads) {
     Py_END_ALLOW_THREADS
 }
 
+// Waits (detached, at most 20 s) until `done` is set by another thread.
+void wait_detached_until(const std::atomic<bool> &done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    Py_BEGIN_ALLOW_THREADS
+    while (!done && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Py_END_ALLOW_THREADS
+}
+
 // Runs `body(index)` on `count` threads attached to `heap`, and joins them.
 template <typename Body>
 void on_attached_threads(cgc_heap *heap, int count, Body body) {
@@ -268,11 +277,7 @@ TEST_F(SharedHeapTest, ThreadExitWhileAttachedDetachesIt) {
         found = cgc_collect(2);
         done = true;
     });
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    Py_BEGIN_ALLOW_THREADS
-    while (!done && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    Py_END_ALLOW_THREADS
+    wait_detached_until(done);
     ASSERT_TRUE(done) << "the collection waited for a thread that had exited";
     collector.join();
     EXPECT_EQ(found, 5);
@@ -535,11 +540,7 @@ TEST_F(SharedHeapTest, AStopReachesAThreadThatAllocatesOnFastPathsOnly) {
         cgc_heap_set_current(nullptr);
         done = true;
     });
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    Py_BEGIN_ALLOW_THREADS
-    while (!done && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    Py_END_ALLOW_THREADS
+    wait_detached_until(done);
     ASSERT_TRUE(done) << "a stop waited for a thread that allocates on fast paths";
     stop = true;
     std::vector<std::thread> threads;
