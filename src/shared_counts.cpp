@@ -246,7 +246,11 @@ void merge_own_queue(Heap &heap) {
 }
 
 void merge_all_queues(Heap &heap) {
-    merge_queue(heap, [](cgc_object *) { return true; });
+    // Until none is left: a merged object that dies drops its references,
+    // which may queue others (the collector would count their queue's
+    // reference as external, and keep them and all they reach).
+    while (heap.shared->queued.load(std::memory_order_relaxed) != 0)
+        merge_queue(heap, [](cgc_object *) { return true; });
 }
 
 void disown_for_clearing(std::vector<cgc_object *> &objects) {

@@ -87,7 +87,7 @@ void init_shared_object(Heap &heap, cgc_object *op);
 void rebias_if_shared(cgc_object *op);
 // The merges a thread owes (its queued objects, and the merged ones any
 // thread may take), and those of every thread (a collection of a shared
-// heap calls it first, with the world stopped).
+// heap calls it first, with the world stopped, until the queue stays empty).
 void merge_own_queue(Heap &heap);
 void merge_all_queues(Heap &heap);
 // With the world stopped (the owners parked): the objects a collection

@@ -196,6 +196,40 @@ TEST_F(SharedCountsTest, AReleaseOnAnotherThreadFirstIsMergedByTheOwner) {
     EXPECT_EQ(Counted::destroyed.load(), 2);
 }
 
+struct Holder : cyclegc::object {
+    ref<Counted> held;
+    void trace(cyclegc::tracer &t) { t(held); }
+};
+
+// A collection merges the queue first, and again for what the first merges
+// queued: a queued object's count includes the queue's reference, which the
+// analysis would take as external, keeping it alive. Here the holder's merge
+// frees it, and its release of the held object (owned by a live thread that
+// is not the collecting one) queues that one.
+TEST_F(SharedCountsTest, ACollectionMergesWhatItsMergesQueue) {
+    std::atomic<bool> made{false}, done{false};
+    ref<Holder> given;
+    std::thread owner = attached_thread([&] {
+        {
+            ref<Holder> holder = make<Holder>();
+            holder->held = make<Counted>();
+            given = holder;
+        }
+        made = true;
+        Py_BEGIN_ALLOW_THREADS  // (stays alive, owning both, without parking a collection)
+        while (!done) std::this_thread::yield();
+        Py_END_ALLOW_THREADS
+    });
+    while (!made) std::this_thread::yield();
+    given.reset();  // (not the owner, shared count 0: queued)
+    EXPECT_EQ(Counted::destroyed.load(), 0);
+    EXPECT_GE(cgc_collect(2), 0);
+    EXPECT_EQ(Counted::destroyed.load(), 1);  // (the held one, freed by the collection)
+    done = true;
+    owner.join();
+    EXPECT_EQ(Counted::destroyed.load(), 1);
+}
+
 // A thread that exits gives up its objects: they die on the thread that
 // drops them last, once, with their counts exact.
 TEST_F(SharedCountsTest, TheOwnerExitsWhileOthersHoldItsObjects) {
