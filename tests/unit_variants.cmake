@@ -15,24 +15,24 @@ if(NOT CYCLEGC_TSAN)
   # page region is a reservation of its own, found through the arena's page
   # map (the collector's cold path).
   add_test(NAME unit.no_arena COMMAND cyclegc_unit_tests --gtest_brief=1)
-  set_tests_properties(unit.no_arena PROPERTIES ENVIRONMENT CYCLEGC_NO_ARENA=1 TIMEOUT 300)
+  set_tests_properties(unit.no_arena PROPERTIES ENVIRONMENT CYCLEGC_NO_ARENA=1 TIMEOUT 900)
   # And with a first reservation of 32 pages, which the suite fills at once:
   # more reservations of that size follow (valgrind, which cannot map 64 GiB,
   # and address-space limits get smaller reservations that may fill).
   add_test(NAME unit.small_arena COMMAND cyclegc_unit_tests --gtest_brief=1)
-  set_tests_properties(unit.small_arena PROPERTIES ENVIRONMENT CYCLEGC_ARENA_BYTES=2097152 TIMEOUT 300)
+  set_tests_properties(unit.small_arena PROPERTIES ENVIRONMENT CYCLEGC_ARENA_BYTES=2097152 TIMEOUT 900)
   # And with generation arrays capped at 4 objects, past which young objects
   # go unlisted whatever the heap (Heap::young_unlisted): every test's
   # generations must behave the same.
   add_test(NAME unit.unlisted_young COMMAND cyclegc_unit_tests --gtest_brief=1)
-  set_tests_properties(unit.unlisted_young PROPERTIES ENVIRONMENT CYCLEGC_YOUNG_LIST_CAP=4 TIMEOUT 300)
+  set_tests_properties(unit.unlisted_young PROPERTIES ENVIRONMENT CYCLEGC_YOUNG_LIST_CAP=4 TIMEOUT 900)
   # And with a pause budget (incremental full collections; CYCLEGC_PAUSE_BUDGET_NS
   # is read when a heap is made): 100 us, and 1 us, with which every slice
   # does only its least work. The semantics must not change.
   add_test(NAME unit.incremental COMMAND cyclegc_unit_tests --gtest_brief=1)
-  set_tests_properties(unit.incremental PROPERTIES ENVIRONMENT CYCLEGC_PAUSE_BUDGET_NS=100000 TIMEOUT 600)
+  set_tests_properties(unit.incremental PROPERTIES ENVIRONMENT CYCLEGC_PAUSE_BUDGET_NS=100000 TIMEOUT 900)
   add_test(NAME unit.incremental_tiny COMMAND cyclegc_unit_tests --gtest_brief=1)
-  set_tests_properties(unit.incremental_tiny PROPERTIES ENVIRONMENT CYCLEGC_PAUSE_BUDGET_NS=1000 TIMEOUT 600)
+  set_tests_properties(unit.incremental_tiny PROPERTIES ENVIRONMENT CYCLEGC_PAUSE_BUDGET_NS=1000 TIMEOUT 900)
 endif()
 # And the whole suite under a 2 GB address-space limit (not under the
 # sanitizers, whose shadow memory cannot live under it): the arena starts
