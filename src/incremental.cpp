@@ -48,6 +48,10 @@ constexpr uint64_t kWorkPerAllocation = 64;
 // (256 x 64 units, a quarter of a millisecond or so).
 constexpr cgc_ssize_t kSliceInterval = 256;
 
+// Entries of the retired lists freed per slice (a block freed per 64: some
+// 30 us).
+constexpr size_t kRetiredPerSlice = size_t(1) << 16;
+
 constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 
 // One slice's clock and work.
@@ -315,7 +319,7 @@ void add_to_batch(Heap &heap, IncrementalCycle &cycle, size_t i) {
 
 // The gathered set and its parts, emptied.
 void release_gathered(IncrementalCycle &cycle) {
-    cycle.gathered.clear();
+    retire_list(cycle, cycle.gathered);
     cycle.parent.clear();
     cycle.next_member.clear();
 }
@@ -387,6 +391,22 @@ bool parts_left(IncrementalCycle &cycle) {
     return false;
 }
 
+// A slice's pause, counted as the full collections' time.
+void record_slice(Heap &heap, uint64_t took) {
+    heap.pauses.record(took);
+    cgc_generation_stats &stats = heap.generations[2].stats;
+    stats.total_ns += took;
+    stats.max_pause_ns = std::max(stats.max_pause_ns, took);
+}
+
+// A slice that only frees retired lists (the cycle that left them ended),
+// counted as the cycles' slices are.
+void release_retired_slice(Heap &heap) {
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    trim_retired(heap.incremental);
+    record_slice(heap, elapsed_ns(heap, start));
+}
+
 // The final step's analysis (collect's) on cycle.batch.
 void prove_batch(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
@@ -429,6 +449,26 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, size_t least) {
 }
 
 }  // namespace
+
+void retire_list(IncrementalCycle &cycle, std::deque<cgc_object *> &list) {
+    if (list.size() > kRetiredPerSlice) {
+        try {
+            cycle.retired.emplace_back().swap(list);
+            return;
+        } catch (...) {
+            // (No room to keep it: freed now.)
+        }
+    }
+    list.clear();
+}
+
+void trim_retired(IncrementalCycle &cycle) {
+    if (cycle.retired.empty()) return;
+    std::deque<cgc_object *> &oldest = cycle.retired.front();
+    size_t n = std::min(oldest.size(), kRetiredPerSlice);
+    oldest.erase(oldest.begin(), oldest.begin() + static_cast<std::ptrdiff_t>(n));
+    if (oldest.empty()) cycle.retired.pop_front();
+}
 
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index) {
     IncrementalCycle &cycle = heap.incremental;
@@ -516,6 +556,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
     }
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Slice slice(heap, start, ns, least_work);
+    trim_retired(cycle);
     uint64_t deadline = ns ? start + ns : 0;
     bool finished = false;
     if (cycle.step == IncrementalStep::clear) {
@@ -534,10 +575,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
     }
     cycle.count_at_slice = heap.generations[0].count;
     uint64_t took = elapsed_ns(heap, start);
-    heap.pauses.record(took);
-    cgc_generation_stats &stats = heap.generations[2].stats;
-    stats.total_ns += took;
-    stats.max_pause_ns = std::max(stats.max_pause_ns, took);
+    record_slice(heap, took);
     return finished ? 1 : 0;
 }
 
@@ -565,6 +603,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // the young garbage of this moment is the young collections' to free).
     if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
         begin_cycle(heap);
+    if (!cycle.running() && !cycle.retired.empty()) release_retired_slice(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
         // (Aimed at 2/5 of the budget: a slice's work varies with the cache
@@ -577,7 +616,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     cycle.count_at_slice = young.count;
     // The next slice: after kSliceInterval more allocations at most.
     heap.apply_young_threshold();
-    if (cycle.running() && young.threshold != PTRDIFF_MAX)
+    if ((cycle.running() || !cycle.retired.empty()) && young.threshold != PTRDIFF_MAX)
         young.threshold = std::min(young.threshold, young.count + kSliceInterval);
     return found;
 }
