@@ -85,6 +85,9 @@ struct IncrementalCycle {
     // generations[0].count when the last slice ran (the allocations since
     // then set the slice's least work: see kWorkPerAllocation).
     cgc_ssize_t count_at_slice = 0;
+    // The least work the last slice left undone (its hard deadline came
+    // first), added to the next one's.
+    uint64_t debt = 0;
     // What generation 0's recent collections cost per object (schedule.cpp:
     // its threshold is kept within the budget).
     double young_ns_per_object = 0;
@@ -117,9 +120,11 @@ void abandon_cycle(Heap &heap);
 bool take_batch(Heap &heap, size_t limit);
 // Starts a cycle if none runs (after a collection of the young
 // generations, so that it examines every object tracked now) and works on
-// it for about `ns` (0: to its end), and at least `least_work` units.
-// Returns 1 if the cycle finished (its final step ran), 0 if work remains.
-int run_slice(Heap &heap, uint64_t ns, uint64_t least_work);
+// it for about `ns` (0: to its end), and at least `least_work` units unless
+// that takes more than `hard_ns` (0: no such limit; what is left is
+// cycle.debt). Returns 1 if the cycle finished (its final step ran), 0 if
+// work remains.
+int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns = 0);
 // The automatic collection point when a pause budget is set: the young
 // collection that is due, and a slice of the cycle (started when the
 // long-lived rule says a full collection is due).
