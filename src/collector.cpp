@@ -1056,13 +1056,12 @@ struct Outcome {
 // collection's set, no other collection takes it for a candidate.
 bool hand_over_garbage(Heap &heap, cgc_ssize_t garbage) {
     IncrementalCycle &cycle = heap.incremental;
-    std::vector<cgc_object *> &to_clear = cycle.to_clear;
+    std::deque<cgc_object *> &to_clear = cycle.to_clear;
+    size_t next = to_clear.size();
     try {
-        // (Room for the whole gathered set, which bounds the garbage of
-        // every batch, while the list is empty: growing it later, with a
-        // capacity kept from a smaller cycle, copied it in one pause.)
-        size_t total = std::max(to_clear.size() + static_cast<size_t>(garbage), cycle.gathered.size());
-        if (to_clear.capacity() < total) reserve_counted(heap, to_clear, total - to_clear.size());
+        // (Room for all of it first: a deque grows without copying.)
+        note_internal_allocation(heap);
+        to_clear.resize(next + static_cast<size_t>(garbage));
     } catch (...) {
         return false;  // cleared now
     }
@@ -1071,8 +1070,8 @@ bool hand_over_garbage(Heap &heap, cgc_ssize_t garbage) {
         GcMeta &meta = meta_of(op);
         meta.flags = static_cast<uint8_t>(meta.flags & ~(kCollecting | kReachable));
         meta.schedule = kIncrListed | kIncrClearing;
-        meta.word = static_cast<uint32_t>(to_clear.size());
-        to_clear.push_back(op);  // (room reserved)
+        meta.word = static_cast<uint32_t>(next);
+        to_clear[next++] = op;
     }
     heap.unreachable.clear();
     return true;
@@ -1194,7 +1193,7 @@ struct ClearClock {
 // The clear pass (clear_garbage's first); true when it reached the end.
 bool clear_some(Heap &heap, ClearClock &clock) {
     IncrementalCycle &cycle = heap.incremental;
-    std::vector<cgc_object *> &to_clear = cycle.to_clear;  // (never added to meanwhile)
+    std::deque<cgc_object *> &to_clear = cycle.to_clear;  // (never added to meanwhile)
     while (cycle.clear_cursor < to_clear.size()) {
         cgc_object *op = to_clear[cycle.clear_cursor++];
         if (!op) {
@@ -1211,7 +1210,7 @@ bool clear_some(Heap &heap, ClearClock &clock) {
 // not freed by the clears and goes back to generation 2, reported.
 bool keep_some_survivors(Heap &heap, ClearClock &clock) {
     IncrementalCycle &cycle = heap.incremental;
-    std::vector<cgc_object *> &to_clear = cycle.to_clear;
+    std::deque<cgc_object *> &to_clear = cycle.to_clear;
     cgc_ssize_t survivors = 0;
     cgc_object *first = nullptr;
     bool done = true;
@@ -1240,11 +1239,9 @@ bool keep_some_survivors(Heap &heap, ClearClock &clock) {
 }
 
 void release_cleared(IncrementalCycle &cycle) {
-    constexpr size_t kKeptEntries = size_t(1) << 20;  // (as release_large_scratch)
-    cycle.to_clear.clear();
+    retire_list(cycle, cycle.to_clear);
     cycle.clear_cursor = 0;
     cycle.survivor_cursor = 0;
-    if (cycle.to_clear.capacity() > kKeptEntries) std::vector<cgc_object *>().swap(cycle.to_clear);
 }
 
 }  // namespace
@@ -1320,6 +1317,7 @@ cgc_ssize_t collect_automatic(Heap &heap) {
     if (heap.incremental.budget_ns && !heap.shared) return collect_automatic_incremental(heap);
     // (The budget was set to 0 while a cycle's garbage waited to be cleared.)
     if (heap.incremental.step == IncrementalStep::clear) abandon_cycle(heap);
+    heap.incremental.retired.clear();
     for (int g = CGC_NUM_GENERATIONS - 1; g >= 0; --g) {
         Generation &generation = heap.generations[g];
         if (g == 0 ? generation.count <= generation.threshold : !generation_due(heap, g)) continue;

@@ -48,23 +48,33 @@ constexpr uint64_t kWorkPerAllocation = 64;
 // (256 x 64 units, a quarter of a millisecond or so).
 constexpr cgc_ssize_t kSliceInterval = 256;
 
+// Entries of the retired lists freed per slice (a block freed per 64: some
+// 30 us).
+constexpr size_t kRetiredPerSlice = size_t(1) << 16;
+
 constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 
-// One slice's clock and work.
+// One slice's clock and work: it ends past its deadline once its least
+// work is done, or past its hard deadline (the rest of the least work is
+// then the cycle's debt).
 struct Slice {
     bool thread_cpu;  // the heap's pause clock
     uint64_t deadline;
+    uint64_t hard_deadline;  // (UINT64_MAX: none)
     bool bounded;
     uint64_t least_work;
     uint64_t done = 0;
     uint64_t next_check = kFirstCheck;
 
-    Slice(const Heap &heap, uint64_t start, uint64_t ns, uint64_t least)
-        : thread_cpu(heap.pause_clock_thread_cpu), deadline(start + ns), bounded(ns != 0), least_work(least) {}
+    Slice(const Heap &heap, uint64_t start, uint64_t ns, uint64_t least, uint64_t hard_ns)
+        : thread_cpu(heap.pause_clock_thread_cpu), deadline(start + ns),
+          hard_deadline(hard_ns ? start + hard_ns : UINT64_MAX), bounded(ns != 0), least_work(least) {}
     bool out_of_time() {
         if (done < next_check) return false;
         next_check = done + kClockEvery;
-        return bounded && done >= least_work && pause_clock_ns(thread_cpu) >= deadline;
+        if (!bounded) return false;
+        uint64_t now = pause_clock_ns(thread_cpu);
+        return now >= deadline && (done >= least_work || now >= hard_deadline);
     }
 };
 
@@ -315,7 +325,7 @@ void add_to_batch(Heap &heap, IncrementalCycle &cycle, size_t i) {
 
 // The gathered set and its parts, emptied.
 void release_gathered(IncrementalCycle &cycle) {
-    cycle.gathered.clear();
+    retire_list(cycle, cycle.gathered);
     cycle.parent.clear();
     cycle.next_member.clear();
 }
@@ -338,6 +348,7 @@ void begin_cycle(Heap &heap) {
     cycle.page = 0;
     cycle.slot = 0;
     cycle.candidates = 0;
+    cycle.debt = 0;
     cycle.pending = PendingOutcome{};
     heap.space.pin();
     cycle.pinned = true;
@@ -387,6 +398,22 @@ bool parts_left(IncrementalCycle &cycle) {
     return false;
 }
 
+// A slice's pause, counted as the full collections' time.
+void record_slice(Heap &heap, uint64_t took) {
+    heap.pauses.record(took);
+    cgc_generation_stats &stats = heap.generations[2].stats;
+    stats.total_ns += took;
+    stats.max_pause_ns = std::max(stats.max_pause_ns, took);
+}
+
+// A slice that only frees retired lists (the cycle that left them ended),
+// counted as the cycles' slices are.
+void release_retired_slice(Heap &heap) {
+    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    trim_retired(heap.incremental);
+    record_slice(heap, elapsed_ns(heap, start));
+}
+
 // The final step's analysis (collect's) on cycle.batch.
 void prove_batch(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
@@ -399,11 +426,11 @@ void prove_batch(Heap &heap) {
 // Step F: batches of parts analysed (collect's final step), each sized to
 // the time left by what the batches before it cost per object; true when
 // no part is left. (ns = 0: all in one batch.)
-// At least `least` objects are proven, whatever the time (the step keeps up
-// with the allocations, as the others do).
-bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, size_t least) {
+// At least `least` objects are proven (the step keeps up with the
+// allocations, as the others do), unless that would take the slice past
+// its hard deadline (`hard` ns after its start): `proven` says how many were.
+bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, uint64_t hard, size_t least, size_t &proven) {
     IncrementalCycle &cycle = heap.incremental;
-    size_t proven = 0;
     for (bool first = true;; first = false) {
         if (!parts_left(cycle)) {
             // (Nothing gathered: the collection is run all the same, empty, so
@@ -412,12 +439,14 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, size_t least) {
             return true;
         }
         uint64_t spent = elapsed_ns(heap, start);
-        if (ns && spent >= ns && !first && proven >= least) return false;
-        size_t limit = SIZE_MAX;
+        if (ns && spent >= ns && !first && (proven >= least || spent >= hard)) return false;
         // (Half the time left: what a batch costs per object varies twofold.)
-        if (ns) limit = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(ns - std::min(ns, spent)) /
-                                                                  (2 * cycle.ns_per_object)));
-        if (proven < least) limit = std::max(limit, least - proven);
+        auto fitting = [&](uint64_t until) {
+            double left = static_cast<double>(until - std::min(until, spent));
+            return std::max<size_t>(1, static_cast<size_t>(left / (2 * cycle.ns_per_object)));
+        };
+        size_t limit = ns ? fitting(ns) : SIZE_MAX;
+        if (proven < least) limit = std::max(limit, std::min(least - proven, fitting(hard)));
         if (!take_batch(heap, limit)) return true;
         proven += cycle.batch.size();
         auto objects = static_cast<double>(cycle.batch.size());
@@ -429,6 +458,26 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, size_t least) {
 }
 
 }  // namespace
+
+void retire_list(IncrementalCycle &cycle, std::deque<cgc_object *> &list) {
+    if (list.size() > kRetiredPerSlice) {
+        try {
+            cycle.retired.emplace_back().swap(list);
+            return;
+        } catch (...) {
+            // (No room to keep it: freed now.)
+        }
+    }
+    list.clear();
+}
+
+void trim_retired(IncrementalCycle &cycle) {
+    if (cycle.retired.empty()) return;
+    std::deque<cgc_object *> &oldest = cycle.retired.front();
+    size_t n = std::min(oldest.size(), kRetiredPerSlice);
+    oldest.erase(oldest.begin(), oldest.begin() + static_cast<std::ptrdiff_t>(n));
+    if (oldest.empty()) cycle.retired.pop_front();
+}
 
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index) {
     IncrementalCycle &cycle = heap.incremental;
@@ -506,7 +555,7 @@ bool take_batch(Heap &heap, size_t limit) {
     return !batch.empty();
 }
 
-int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
+int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
     IncrementalCycle &cycle = heap.incremental;
     if (!cycle.running()) {
         // The young generations first: the cycle then examines every object
@@ -515,29 +564,35 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
         begin_cycle(heap);
     }
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
-    Slice slice(heap, start, ns, least_work);
+    Slice slice(heap, start, ns, least_work, hard_ns);
+    trim_retired(cycle);
     uint64_t deadline = ns ? start + ns : 0;
     bool finished = false;
     if (cycle.step == IncrementalStep::clear) {
         // (Garbage is cleared at least as fast as objects are allocated.)
         finished = clear_garbage_slice(heap, deadline, least_work / kWorkPerAllocation);
+        cycle.debt = 0;
     } else {
         // Step F starts a slice of its own (unless the slice is unbounded):
         // its batches are sized to a slice. Its garbage is cleared in the
         // time left by its last batch.
         bool proving = cycle.step == IncrementalStep::final;
-        if (analyse(heap, slice) && (proving || ns == 0) && prove_batches(heap, start, ns, least_work / (4 * kTraverseUnits))) {
+        // (A batch's object is priced as a candidate's four reads.)
+        constexpr uint64_t kUnitsPerProven = 4 * kTraverseUnits;
+        size_t least_proven = least_work / kUnitsPerProven, proven = 0;
+        uint64_t hard = hard_ns ? hard_ns : UINT64_MAX;
+        bool analysed = analyse(heap, slice);
+        if (analysed && (proving || ns == 0) && prove_batches(heap, start, ns, hard, least_proven, proven)) {
             release_gathered(cycle);  // (every entry taken by a batch: none to unmark)
             cycle.step = IncrementalStep::clear;
             finished = clear_garbage_slice(heap, deadline, 0);
         }
+        slice.done += proven * kUnitsPerProven;
+        cycle.debt = least_work > slice.done && !finished ? least_work - slice.done : 0;
     }
     cycle.count_at_slice = heap.generations[0].count;
     uint64_t took = elapsed_ns(heap, start);
-    heap.pauses.record(took);
-    cgc_generation_stats &stats = heap.generations[2].stats;
-    stats.total_ns += took;
-    stats.max_pause_ns = std::max(stats.max_pause_ns, took);
+    record_slice(heap, took);
     return finished ? 1 : 0;
 }
 
@@ -565,20 +620,25 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // the young garbage of this moment is the young collections' to free).
     if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
         begin_cycle(heap);
+    if (!cycle.running() && !cycle.retired.empty()) release_retired_slice(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
         // (Aimed at 2/5 of the budget: a slice's work varies with the cache
         // and the graph, and its clock is read every few hundred units; at
         // half of it, a slice's overrun put the 99th percentile just past it.)
-        uint64_t aim = cycle.budget_ns / 5 * 2;
-        uint64_t left = aim > spent ? aim - spent : 1;
-        run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation);
+        // Its least work (what keeps up with the allocations) may take it to
+        // 4/5 of the budget, not further: the rest is a debt for the next.
+        uint64_t aim = cycle.budget_ns / 5 * 2, hard = cycle.budget_ns / 5 * 4;
+        uint64_t left = aim > spent ? aim - spent : 1, hard_left = hard > spent ? hard - spent : 1;
+        run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation + cycle.debt, hard_left);
     }
     cycle.count_at_slice = young.count;
-    // The next slice: after kSliceInterval more allocations at most.
+    // The next slice: after kSliceInterval more allocations at most (an
+    // eighth of that while the cycle is in debt, so that it pays it off).
     heap.apply_young_threshold();
-    if (cycle.running() && young.threshold != PTRDIFF_MAX)
-        young.threshold = std::min(young.threshold, young.count + kSliceInterval);
+    cgc_ssize_t interval = cycle.debt ? kSliceInterval / 8 : kSliceInterval;
+    if ((cycle.running() || !cycle.retired.empty()) && young.threshold != PTRDIFF_MAX)
+        young.threshold = std::min(young.threshold, young.count + interval);
     return found;
 }
 
