@@ -322,13 +322,22 @@ TEST_F(SharedHeapTest, FinalizersResurrectWhileOtherThreadsRun) {
         PyObject_GC_Track(reinterpret_cast<PyObject *>(b));
         Py_DECREF(b);
         // (A collection asked while another thread's runs its finalizers
-        // returns 0 at once: asked again, one finds the pair.)
+        // returns 0 at once: asked again, one finds the pair. Between tries
+        // the thread waits detached, so that the other collection ends.)
         std::vector<PyObject *> back;
-        for (int tries = 0; tries < 100 && back.size() < 2; ++tries) {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (back.size() < 2 && std::chrono::steady_clock::now() < deadline) {
             cgc_collect(2);
-            std::lock_guard guard(g_resurrected_lock);
-            back.insert(back.end(), g_resurrected.begin(), g_resurrected.end());
-            g_resurrected.clear();
+            {
+                std::lock_guard guard(g_resurrected_lock);
+                back.insert(back.end(), g_resurrected.begin(), g_resurrected.end());
+                g_resurrected.clear();
+            }
+            if (back.size() < 2) {
+                Py_BEGIN_ALLOW_THREADS
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                Py_END_ALLOW_THREADS
+            }
         }
         EXPECT_EQ(back.size(), 2u) << "round " << round;
         for (PyObject *op : back) EXPECT_EQ(reinterpret_cast<Pair *>(op)->state, kAlive);
