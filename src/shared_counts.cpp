@@ -144,10 +144,11 @@ void merge_queue(Heap &heap, Mine mine) {
 [[gnu::noinline]] void note_owner(Heap &heap) {
     ThreadOwnership &ownership = t_ownership;
     if (cgc_thread_count_tag == 0) {
-        static std::atomic<uint32_t> next_tag{1};
-        uint32_t tag = next_tag.fetch_add(1, std::memory_order_relaxed);
+        // (Even: cgc_decref's one compare of the word minus 2, cyclegc.h.)
+        static std::atomic<uint32_t> next_tag{2};
+        uint32_t tag = next_tag.fetch_add(2, std::memory_order_relaxed);
         if (tag > kMaxThreadTag) {
-            std::fprintf(stderr, "cyclegc: more than %u threads used shared heaps\n", kMaxThreadTag);
+            std::fprintf(stderr, "cyclegc: more than %u threads used shared heaps\n", kMaxThreadTag / 2);
             std::abort();
         }
         cgc_thread_count_tag = static_cast<uint32_t>(kSharedWordBit >> 32) | tag;
