@@ -52,9 +52,6 @@ struct ThreadOwnership {
     ~ThreadOwnership() { give_up_ownership(); }
 };
 thread_local ThreadOwnership t_ownership;
-// The heap of its last shared allocation (a plain thread-local: t_ownership,
-// with a destructor, is reached through a guard each time).
-constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 bool owned_here(cgc_ssize_t word) { return CGC_COUNT_OWNED_HERE(word); }
 
@@ -262,9 +259,12 @@ SharedHeap::~SharedHeap() {
 
 bool pages_carry_shared_counts(const Heap &heap) { return heap.is_shared(); }
 
-void init_shared_object(Heap &heap, cgc_object *op) {
-    if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) [[unlikely]]
-        note_owner(heap);
+// (A plain thread-local: t_ownership, with a destructor, is reached through
+// a guard each time. Set after the thread's tag.)
+constinit thread_local const Heap *t_last_shared_heap = nullptr;
+
+void init_shared_object_slow(Heap &heap, cgc_object *op) {
+    if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) note_owner(heap);
     shared_count_of(op).store(0, std::memory_order_relaxed);
     uint64_t local = static_cast<uint64_t>(op->ob_refcnt);
     store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
