@@ -81,7 +81,7 @@ cgc_object *allocate_object(cgc_type *type, cgc_ssize_t nitems, const char *func
     auto *op = static_cast<cgc_object *>(memory);
     store_word(op, 1);  // (relaxed: a thread exiting may read it, give_up_heap)
     op->ob_type = type;
-    if (heap.is_shared()) [[unlikely]] init_shared_object(heap, op);
+    if (heap.is_shared()) [[unlikely]] init_shared_object(heap, *heap.shared, op);
     if (type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -281,7 +281,7 @@ namespace {
     auto *op = static_cast<cgc_object *>(heap->space.take_slot<true>(page).memory);
     op->ob_refcnt = 1;
     op->ob_type = type;
-    if (heap->is_shared()) [[unlikely]] init_shared_object(*heap->home, op);
+    if (heap->is_shared()) [[unlikely]] init_shared_object(*heap->home, *heap->shared, op);
     if (nitems != 0 && type->tp_itemsize != 0) reinterpret_cast<cgc_var_object *>(op)->ob_size = nitems;  // (else 0: zeroed)
     if (type->tp_flags & CGC_TPFLAGS_HEAPTYPE) cgc_incref(reinterpret_cast<cgc_object *>(type));
     return op;
@@ -387,7 +387,7 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     // heap's object is tracked under its state lock, by track_slow.)
     Page *page = page_of(slot.memory);
     Heap &heap = *page_heap(page);
-    if (heap.is_shared()) [[unlikely]] init_shared_object(*heap.home, op);
+    if (heap.is_shared()) [[unlikely]] init_shared_object(*heap.home, *heap.shared, op);
     bool tracked = track && &heap == t_current_heap && try_track(heap, bits, op);
     set_meta_bits(meta, bits);
     if (track && !tracked) track_slow(op);

@@ -52,9 +52,6 @@ struct ThreadOwnership {
     ~ThreadOwnership() { give_up_ownership(); }
 };
 thread_local ThreadOwnership t_ownership;
-// The heap of its last shared allocation (a plain thread-local: t_ownership,
-// with a destructor, is reached through a guard each time).
-constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 bool owned_here(cgc_ssize_t word) { return CGC_COUNT_OWNED_HERE(word); }
 
@@ -84,15 +81,31 @@ int64_t merge(cgc_object *op, int64_t extra) {
 }
 
 // The owner's local count reaches 0.
-void merge_zero_local(cgc_object *op) {
-    std::atomic<int64_t> &shared = shared_count_of(op);
-    // No other reference and no weak reference that could take one: no
-    // other thread can see the object any more.
-    if (shared.load(std::memory_order_acquire) == 0 && !may_have_weakrefs(op)) {
-        die(op);
-        return;
-    }
+[[gnu::noinline]] void merge_zero_local(cgc_object *op) {
     if (merge(op, -1) == 0) die(op);
+}
+
+// release_owned_last for a type whose tp_is_gc decides whether it has a
+// collector header (and so perhaps weak references).
+[[gnu::noinline]] void release_owned_last_checked(cgc_object *op) {
+    if (may_have_weakrefs(op))
+        merge_zero_local(op);
+    else
+        die(op);
+}
+
+// The owner drops its last local reference: without another reference
+// and a weak reference that could take one, no other thread can see the
+// object any more, and it dies without a merge (no atomic write). Only
+// tail calls, so that it saves no registers.
+void release_owned_last(cgc_object *op) {
+    if (shared_count_of(op).load(std::memory_order_acquire) != 0) return merge_zero_local(op);
+    const cgc_type *type = op->ob_type;
+    if (type->tp_flags & CGC_TPFLAGS_HAVE_GC) {
+        if (type->tp_is_gc) [[unlikely]] return release_owned_last_checked(op);
+        if (meta_of(op).flags & kHasWeakrefs) return merge_zero_local(op);
+    }
+    die(op);
 }
 
 void enqueue(cgc_object *op) {
@@ -108,8 +121,15 @@ void enqueue(cgc_object *op) {
     shared.queued.store(shared.queue.size(), std::memory_order_relaxed);
 }
 
+// cgc_decref_slow on a plain count: one below 1 (the inline path takes the
+// others) deallocates, or reports a count below zero.
+[[gnu::noinline]] void decref_plain(cgc_object *op, cgc_ssize_t word) {
+    op->ob_refcnt = word - 1;
+    if (word <= 1) cgc_dealloc(op);
+}
+
 // A decrement by a thread that does not own the object.
-void decref_shared_count(cgc_object *op) {
+[[gnu::noinline]] void decref_shared_count(cgc_object *op) {
     std::atomic<int64_t> &shared = shared_count_of(op);
     int64_t old = shared.load(std::memory_order_relaxed);
     int64_t next;
@@ -120,6 +140,23 @@ void decref_shared_count(cgc_object *op) {
         enqueue(op);
     else if (next == kSharedMerged)
         die(op);
+}
+
+// cgc_decref_slow on a shared word, by a thread attached to its heap.
+inline void decref_attached(cgc_object *op, cgc_ssize_t word) {
+    if (!owned_here(word))
+        decref_shared_count(op);
+    else if (word_local(word) > 1)  // (an owned word's local count is never 0)
+        store_word(op, word - 1);
+    else
+        release_owned_last(op);
+}
+
+// The same by a thread not attached to its heap: refused (the reference is
+// kept), as the release could race with a collection that does not wait
+// for this thread, unless unattached_use lets it through.
+[[gnu::noinline]] void decref_unattached(cgc_object *op, cgc_ssize_t word) {
+    if (!unattached_use(heap_of(op), "Py_DECREF", op)) decref_attached(op, word);
 }
 
 // Takes the queue entries `mine` accepts; merges them after the lock.
@@ -144,10 +181,11 @@ void merge_queue(Heap &heap, Mine mine) {
 [[gnu::noinline]] void note_owner(Heap &heap) {
     ThreadOwnership &ownership = t_ownership;
     if (cgc_thread_count_tag == 0) {
-        static std::atomic<uint32_t> next_tag{1};
-        uint32_t tag = next_tag.fetch_add(1, std::memory_order_relaxed);
+        // (Even: cgc_decref's one compare of the word minus 2, cyclegc.h.)
+        static std::atomic<uint32_t> next_tag{2};
+        uint32_t tag = next_tag.fetch_add(2, std::memory_order_relaxed);
         if (tag > kMaxThreadTag) {
-            std::fprintf(stderr, "cyclegc: more than %u threads used shared heaps\n", kMaxThreadTag);
+            std::fprintf(stderr, "cyclegc: more than %u threads used shared heaps\n", kMaxThreadTag / 2);
             std::abort();
         }
         cgc_thread_count_tag = static_cast<uint32_t>(kSharedWordBit >> 32) | tag;
@@ -221,9 +259,12 @@ SharedHeap::~SharedHeap() {
 
 bool pages_carry_shared_counts(const Heap &heap) { return heap.is_shared(); }
 
-void init_shared_object(Heap &heap, cgc_object *op) {
-    if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) [[unlikely]]
-        note_owner(heap);
+// (A plain thread-local: t_ownership, with a destructor, is reached through
+// a guard each time. Set after the thread's tag.)
+constinit thread_local const Heap *t_last_shared_heap = nullptr;
+
+void init_shared_object_slow(Heap &heap, cgc_object *op) {
+    if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) note_owner(heap);
     shared_count_of(op).store(0, std::memory_order_relaxed);
     uint64_t local = static_cast<uint64_t>(op->ob_refcnt);
     store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
@@ -300,24 +341,13 @@ void cgc_incref_shared(cgc_object *op) {
 
 void cgc_decref_slow(cgc_object *op) {
     cgc_ssize_t word = load_word(op);
-    if (!is_shared_word(word)) {
-        op->ob_refcnt = word - 1;
-        if (word <= 1) cgc_dealloc(op);
+    if (!is_shared_word(word)) [[unlikely]] {
+        decref_plain(op, word);
         return;
     }
-    // (Refused: the reference is kept, as the release could race with a
-    // collection that does not wait for this thread.)
-    if (Heap &heap = heap_of(op); t_attached_heap != &heap && unattached_use(heap, "Py_DECREF", op))  // (a lent page's heap is a local heap: its home)
-        [[unlikely]] return;
-    if (!owned_here(word)) {
-        decref_shared_count(op);
-        return;
-    }
-    uint32_t local = word_local(word);
-    if (local > 1)
-        store_word(op, word - 1);
-    else
-        merge_zero_local(op);  // (an owned word's local count is never 0)
+    if (t_attached_heap != &heap_of(op)) [[unlikely]]  // (a lent page's heap is a local heap: its home)
+        return decref_unattached(op, word);
+    decref_attached(op, word);
 }
 
 cgc_ssize_t cgc_refcount_shared(const cgc_object *op) {

@@ -80,7 +80,20 @@ inline std::atomic<int64_t> &shared_count_of(const cgc_object *op) {
 // A new object of a shared heap (its count word plain, as allocated): owned
 // by the calling thread, its count moved into the local count, the shared
 // count zero. Merges the calling thread's queue when it has entries.
-void init_shared_object(Heap &heap, cgc_object *op);
+void init_shared_object_slow(Heap &heap, cgc_object *op);
+// The shared heap the calling thread last allocated in (it has a tag).
+extern constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec")));
+// init_shared_object, inline in the allocation fast paths when the thread
+// allocated in `shared` last and nothing is queued.
+inline void init_shared_object(Heap &heap, const SharedHeap &shared, cgc_object *op) {
+    if (t_last_shared_heap != &heap || shared.queued.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+        init_shared_object_slow(heap, op);
+        return;
+    }
+    shared_count_of(op).store(0, std::memory_order_relaxed);
+    auto local = static_cast<uint64_t>(op->ob_refcnt);
+    store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
+}
 // An object of a shared heap whose count word is plain again (a finalizer
 // resurrected it, or a refusal kept it with count 1): merged, so that every
 // thread counts it atomically from now on. Does nothing to other objects.

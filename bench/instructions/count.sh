@@ -31,6 +31,12 @@ for driver in "${drivers[@]}"; do
     echo "$driver: acyclic allocate + track + release: $(( (b - a) / 100000 )) per object"
     a=$(count cycles 100000); b=$(count cycles 200000)
     echo "$driver: 2-cycle loop: $(( (b - a) / 100000 )) per cycle"
+    if [ "$driver" = cyclegc ]; then
+        a=$(count acyclic-shared 100000); b=$(count acyclic-shared 200000)
+        echo "$driver: the same on a shared heap (its one thread): $(( (b - a) / 100000 )) per object"
+        a=$(count cycles-shared 100000); b=$(count cycles-shared 200000)
+        echo "$driver: 2-cycle loop on a shared heap: $(( (b - a) / 100000 )) per cycle"
+    fi
     a=$(count tree 200000 1); b=$(count tree 200000 3)
     echo "$driver: full collection of a live binary tree: $(( (b - a) / 400000 )) per object"
 done

@@ -7,6 +7,8 @@
  *   driver acyclic N      N allocate + track + release
  *   driver cycles N       N short-lived 2-cycles, automatic collection on
  *   driver tree N C       a live binary tree of N objects, then 1 + C full collections
+ *   driver acyclic-shared N, driver cycles-shared N
+ *                         the first two on a shared heap, from its one attached thread
  */
 #ifdef DRIVER_CPYTHON
 #define PY_SSIZE_T_CLEAN
@@ -47,6 +49,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "driver: set-up failed\n");
         return 1;
     }
+#ifndef DRIVER_CPYTHON
+    const char *shared = strstr(argv[1], "-shared");
+    if (shared && shared[7] == '\0') {
+        cgc_heap_set_current(cgc_heap_new_shared());
+        argv[1][shared - argv[1]] = '\0';
+    }
+#endif
     if (strcmp(argv[1], "acyclic") == 0) {
         cg_acyclic(n);
     } else if (strcmp(argv[1], "cycles") == 0) {

@@ -337,10 +337,12 @@ CGC_API void cgc_dealloc(cgc_object *op);
  * with cgc_refcount (Py_REFCNT), never from ob_refcnt. docs/gc.md, "Shared
  * heaps". */
 #if defined(__GNUC__)
+#  define CGC_LIKELY(x) __builtin_expect(!!(x), 1)
 #  define CGC_COUNT_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #  define CGC_COUNT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #  define CGC_TLS_MODEL __attribute__((tls_model("initial-exec")))
 #else
+#  define CGC_LIKELY(x) (x)
 #  define CGC_COUNT_LOAD(p) (*(p))
 #  define CGC_COUNT_STORE(p, v) (*(p) = (v))
 #  define CGC_TLS_MODEL
@@ -353,8 +355,8 @@ CGC_API void cgc_dealloc(cgc_object *op);
 #  define CGC_THREAD_LOCAL _Thread_local
 #endif
 /* The upper 32 bits of the count word of the objects the calling thread
- * owns (bit 31 set, then its tag); 0 until it allocates in a shared heap.
- * Internal: read by the inline paths below. */
+ * owns (bit 31 set, then its tag, even); 0 until it allocates in a shared
+ * heap. Internal: read by the inline paths below. */
 CGC_DATA extern CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag CGC_TLS_MODEL;
 #define CGC_COUNT_OWNED_HERE(c) ((uint32_t)((uint64_t)(c) >> 32) == cgc_thread_count_tag)
 
@@ -386,25 +388,24 @@ static inline void cgc_set_refcount(cgc_object *op, cgc_ssize_t n) {
 /* Py_INCREF, Py_DECREF and their NULL-tolerant versions. A confined
  * object's count is tested and stored as before (one predictable branch
  * more); the owner of a shared-heap object stores its local count, with no
- * atomic instruction. */
+ * atomic instruction, through the same store. Its decrement tests the tag
+ * and a local count above 1 in one compare: the word minus 2 keeps the tag
+ * unless the local count is below 2 (tags are even, so the tag minus 1 is
+ * never another thread's). */
 static inline void cgc_incref(cgc_object *op) {
     cgc_ssize_t c = CGC_COUNT_LOAD(&op->ob_refcnt);
-    if (c >= 0)
-        op->ob_refcnt = c + 1;
-    else if (CGC_COUNT_OWNED_HERE(c))
+    if (CGC_LIKELY(c >= 0) || CGC_COUNT_OWNED_HERE(c))
         CGC_COUNT_STORE(&op->ob_refcnt, c + 1);
     else
         cgc_incref_shared(op);
 }
 static inline void cgc_decref(cgc_object *op) {
     cgc_ssize_t c = CGC_COUNT_LOAD(&op->ob_refcnt);
-    if (c > 1) {
-        op->ob_refcnt = c - 1;
+    if (CGC_LIKELY(c > 1) || CGC_COUNT_OWNED_HERE((uint64_t)c - 2)) {
+        CGC_COUNT_STORE(&op->ob_refcnt, c - 1);
     } else if (c == 1) {  /* (not through cgc_decref_slow: a call less per death) */
         op->ob_refcnt = 0;
         cgc_dealloc(op);
-    } else if (CGC_COUNT_OWNED_HERE(c) && (uint32_t)c > 1) {
-        CGC_COUNT_STORE(&op->ob_refcnt, c - 1);
     } else {
         cgc_decref_slow(op);
     }

@@ -196,6 +196,37 @@ TEST_F(SharedCountsTest, AReleaseOnAnotherThreadFirstIsMergedByTheOwner) {
     EXPECT_EQ(Counted::destroyed.load(), 2);
 }
 
+// A release by the thread tagged just before the owner, of an object whose
+// local count is 1: Py_DECREF's one compare (the word minus 2, whose tag a
+// borrow lowers by one) must not take it for the thread's own and store a
+// local count of 0; it is queued, and merged by the owner.
+TEST_F(SharedCountsTest, AReleaseByTheThreadTaggedBeforeTheOwnerIsQueued) {
+    cgc_object *object = nullptr;
+    std::atomic<int> stage{0};
+    auto wait_for = [&](int value) {
+        while (stage.load() != value) std::this_thread::yield();
+    };
+    std::thread first = attached_thread([&] {
+        make<Counted>().reset();  // (its tag, before the owner's)
+        stage = 1;
+        wait_for(2);
+        Py_DECREF(object);
+        stage = 3;
+    });
+    std::thread owner = attached_thread([&] {
+        wait_for(1);
+        object = cgc_object_new(&plain_type);
+        stage = 2;
+        wait_for(3);
+        EXPECT_EQ(g_freed.load(), 0);
+        make<Counted>().reset();  // merges its queue
+        EXPECT_EQ(g_freed.load(), 1);
+    });
+    first.join();
+    owner.join();
+    EXPECT_EQ(g_freed.load(), 1);
+}
+
 struct Holder : cyclegc::object {
     ref<Counted> held;
     void trace(cyclegc::tracer &t) { t(held); }
