@@ -534,7 +534,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work) {
     }
     cycle.count_at_slice = heap.generations[0].count;
     uint64_t took = elapsed_ns(heap, start);
-    heap.pauses.record(took);
+    heap.record_pause(took, finished ? CGC_PAUSE_LAST_SLICE : CGC_PAUSE_SLICE);
     cgc_generation_stats &stats = heap.generations[2].stats;
     stats.total_ns += took;
     stats.max_pause_ns = std::max(stats.max_pause_ns, took);
