@@ -627,4 +627,11 @@ void cgc_get_stop_stats(cgc_pause_stats *out) {
     *out = heap.stops.stats();
 }
 
+void cgc_set_pause_observer(cgc_pause_observer observer, void *context) {
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    heap.pause_observer = observer;
+    heap.pause_observer_context = context;
+}
+
 }  // extern "C"

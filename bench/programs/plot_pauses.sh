@@ -27,11 +27,13 @@ program=$1/bench/programs/program_pauses
 out=${2:-$here/../../docs/img/pauses.svg}
 logs=$1/pause-logs
 mkdir -p "$logs"
-runs=("tree1m tree 1000000" "tree10m tree 10000000" "serve serve 100000")
+# name, mode, heap, title
+runs=("tree1m tree 1000000 tree, 1M live nodes" "tree10m tree 10000000 tree, 10M live nodes"
+      "serve serve 100000 serve, a cache from 100k")
 if [[ ${3:-} != --plot-only ]]; then
     [[ -x $program ]] || { echo "$0: $program is not built" >&2; exit 2; }
     for run in "${runs[@]}"; do
-        read -r name mode heap <<<"$run"
+        read -r name mode heap _ <<<"$run"
         for budget in 0 1000000; do
             "$program" --mode "$mode" --heap "$heap" --allocations 20000000 --pause-budget "$budget" \
                 --pause-log "$logs/$name-$budget.log" | head -n 1
@@ -42,10 +44,10 @@ python3 "$here/plot_pauses.py" "$logs"/*.log --out "$logs"
 
 # One row of panels, a program each: its two runs' EXT files drawn WITH.
 row() {
-    local ext=$1 with=$2 run name mode heap
+    local ext=$1 with=$2 run name mode heap title
     for run in "${runs[@]}"; do
-        read -r name mode heap <<<"$run"
-        echo "set title '$name'"
+        read -r name mode heap title <<<"$run"
+        echo "set title '$title'"
         echo "plot '$logs/$name-0.$ext' w $with lc rgb '#d62728' t 'budget 0', \\"
         echo "     '$logs/$name-1000000.$ext' w $with lc rgb '#1f77b4' t 'budget 1 ms'"
     done
