@@ -13,22 +13,22 @@
 // the ring (the shape whose memory grew under CPython 3.14's incremental
 // collector). N is the cache's starting size.
 //
-// Prints one line: CPU time, total collection time, the pause distribution
-// (cgc_get_pause_stats, collections and slices alike), full collections,
-// peak RSS (full: the loop's gen-2 collections), and per
-// incremental cycle the heap's growth: the most objects during the cycle,
-// and the objects allocated during it, over those at its start (the largest
-// of the loop's cycles, then of the setup's; cgc_set_pause_observer tells
-// when a cycle starts and ends); then each generation's collections, total
-// and longest pause. --pause-log writes every pause to FILE, one line each:
-// "end_s ms kind" (end on the pause clock from the loop's start; kind
-// young, full, slice or last_slice), for plot_pauses.sh.
+// Prints one line: CPU time and total collection time (the setup included,
+// then the loop alone), the pause distribution (cgc_get_pause_stats,
+// collections and slices alike), the loop's full collections (or cycles),
+// peak RSS, and per incremental cycle the heap's growth: the most objects
+// during the cycle, and the objects allocated during it, over those at its
+// start (the largest of the loop's cycles, then of the setup's;
+// cgc_set_pause_observer tells when a cycle starts and ends); then each
+// generation's collections, total and longest pause. --pause-log writes
+// every pause to FILE, one line each: "end_s ms kind" (end on the pause
+// clock from the loop's start; kind young, full, slice or last_slice), for
+// plot_pauses.sh.
 #include <cyclegc/cyclegc.hpp>
 
 #include <sys/resource.h>
 
 #include <algorithm>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -78,6 +78,13 @@ double cpu_seconds() {
            double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
+// Time in collections so far, every generation.
+uint64_t collection_ns() {
+    uint64_t ns = 0;
+    for (int g = 0; g < 3; ++g) ns += cyclegc::get_stats(g).total_ns;
+    return ns;
+}
+
 // The pauses, observed (cgc_set_pause_observer): each cycle's growth, and
 // (with --pause-log) every pause, kept in memory until the end.
 struct pause_record {
@@ -100,6 +107,8 @@ struct pause_watch {
     } setup, loop;
     cycles_seen *cycles = &setup;
     uint64_t full_at_start = 0;  // (gen-2 collections before the loop)
+    double cpu_at_start = 0;
+    uint64_t collection_ns_at_start = 0;
 
     uint64_t now_ns() const {
         timespec now;
@@ -113,6 +122,8 @@ struct pause_watch {
         origin_ns = now_ns();
         cycles = &loop;  // (the setup's collect() ended its cycle)
         full_at_start = cyclegc::get_stats(2).collections;
+        cpu_at_start = cpu_seconds();
+        collection_ns_at_start = collection_ns();
     }
     void observe(cgc_pause_kind kind, uint64_t ns) {
         if (logging) log.push_back({now_ns() - origin_ns, ns, kind});
@@ -261,19 +272,20 @@ int main(int argc, char **argv) {
     cgc_set_pause_observer(pause_watch::observer, &watch);
     random_source random;
     double cpu_start = cpu_seconds();
-    uint64_t before_gc = 0;
-    for (int g = 0; g < 3; ++g) before_gc += cyclegc::get_stats(g).total_ns;
+    uint64_t before_gc = collection_ns();
     uint64_t checksum = mode == "tree" ? run_tree(heap, allocations, random) : run_serve(heap, allocations, random);
     double cpu = cpu_seconds() - cpu_start;
-    uint64_t gc_ns = 0;
-    for (int g = 0; g < 3; ++g) gc_ns += cyclegc::get_stats(g).total_ns;
-    gc_ns -= before_gc;
+    uint64_t gc_ns = collection_ns() - before_gc;
+    double loop_cpu = cpu_seconds() - watch.cpu_at_start;
+    uint64_t loop_gc_ns = collection_ns() - watch.collection_ns_at_start;
     cyclegc::pause_stats pauses = cyclegc::get_pause_stats();
-    std::printf("pauses mode=%s heap=%ld allocations=%ld budget_ns=%llu cpu_s=%.2f gc_s=%.3f pauses=%llu "
-                "max_ms=%.3f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f full=%llu peak_rss_mb=%.0f cycles=%ld "
+    std::printf("pauses mode=%s heap=%ld allocations=%ld budget_ns=%llu cpu_s=%.2f gc_s=%.3f loop_cpu_s=%.2f "
+                "loop_gc_s=%.3f pauses=%llu max_ms=%.3f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f full=%llu "
+                "peak_rss_mb=%.0f cycles=%ld "
                 "cycle_growth_max=%.3f cycle_allocated_max=%.3f setup_cycles=%ld setup_growth_max=%.3f "
                 "setup_allocated_max=%.3f checksum=%llu\n",
                 mode.c_str(), heap, allocations, static_cast<unsigned long long>(budget), cpu, double(gc_ns) / 1e9,
+                loop_cpu, double(loop_gc_ns) / 1e9,
                 static_cast<unsigned long long>(pauses.count), double(pauses.max_ns) / 1e6,
                 double(pauses.p50_ns) / 1e6, double(pauses.p99_ns) / 1e6, double(pauses.p999_ns) / 1e6,
                 static_cast<unsigned long long>(cyclegc::get_stats(2).collections - watch.full_at_start),
