@@ -1279,7 +1279,7 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
         heap.phase = Phase::idle;
         return 0;
     }
-    heap.pauses.record(ns);
+    heap.record_pause(ns, generation == CGC_NUM_GENERATIONS - 1 ? CGC_PAUSE_FULL : CGC_PAUSE_YOUNG);
     report_collection(heap, generation, outcome, ns, false);
     return outcome.collected + outcome.uncollectable;
 }

@@ -194,6 +194,12 @@ struct Heap {
     PauseHistogram pauses;
     PauseHistogram stops;  // a shared heap's: from a stop's request to the world stopped
     bool pause_clock_thread_cpu = false;  // (CYCLEGC_PAUSE_CLOCK=thread: pause_clock_ns)
+    cgc_pause_observer pause_observer = nullptr;  // (cgc_set_pause_observer)
+    void *pause_observer_context = nullptr;
+    void record_pause(uint64_t ns, cgc_pause_kind kind) {
+        pauses.record(ns);
+        if (pause_observer) pause_observer(kind, ns, pause_observer_context);
+    }
 
     Trashcan trashcan;  // (a confined heap's: trashcan_of)
 

@@ -399,8 +399,8 @@ bool parts_left(IncrementalCycle &cycle) {
 }
 
 // A slice's pause, counted as the full collections' time.
-void record_slice(Heap &heap, uint64_t took) {
-    heap.pauses.record(took);
+void record_slice(Heap &heap, uint64_t took, cgc_pause_kind kind) {
+    heap.record_pause(took, kind);
     cgc_generation_stats &stats = heap.generations[2].stats;
     stats.total_ns += took;
     stats.max_pause_ns = std::max(stats.max_pause_ns, took);
@@ -411,7 +411,7 @@ void record_slice(Heap &heap, uint64_t took) {
 void release_retired_slice(Heap &heap) {
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     trim_retired(heap.incremental);
-    record_slice(heap, elapsed_ns(heap, start));
+    record_slice(heap, elapsed_ns(heap, start), CGC_PAUSE_SLICE);
 }
 
 // The final step's analysis (collect's) on cycle.batch.
@@ -592,7 +592,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
     }
     cycle.count_at_slice = heap.generations[0].count;
     uint64_t took = elapsed_ns(heap, start);
-    record_slice(heap, took);
+    record_slice(heap, took, finished ? CGC_PAUSE_LAST_SLICE : CGC_PAUSE_SLICE);
     return finished ? 1 : 0;
 }
 
@@ -685,6 +685,13 @@ void cgc_get_stop_stats(cgc_pause_stats *out) {
     Heap &heap = current_heap();
     StateLock guard(heap);
     *out = heap.stops.stats();
+}
+
+void cgc_set_pause_observer(cgc_pause_observer observer, void *context) {
+    Heap &heap = current_heap();
+    StateLock guard(heap);
+    heap.pause_observer = observer;
+    heap.pause_observer_context = context;
 }
 
 }  // extern "C"

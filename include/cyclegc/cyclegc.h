@@ -649,7 +649,7 @@ CGC_API void cgc_get_stats(int generation, cgc_generation_stats *out);
  * `ns` each, one at each automatic collection point (where young
  * collections run), doing at least as much work as the allocations since
  * the last slice call for, so that a cycle over N objects ends before about
- * N/4 more are allocated. No slice runs while automatic collection is
+ * N/3 more are allocated. No slice runs while automatic collection is
  * disabled. The semantics do not change: nothing reachable is freed, and
  * the garbage that existed when a cycle began is freed when it ends. */
 CGC_API void cgc_set_pause_budget(uint64_t ns);
@@ -688,6 +688,19 @@ CGC_API void cgc_reset_pause_stats(void);
  * other attached thread parked, in the same form (all zero on a confined
  * heap). The pause statistics above count from the world stopped on. */
 CGC_API void cgc_get_stop_stats(cgc_pause_stats *out);
+/* What a pause was, for a pause observer. */
+typedef enum cgc_pause_kind {
+    CGC_PAUSE_YOUNG = 0,      /* a collection of generation 0 or 1 */
+    CGC_PAUSE_FULL = 1,       /* a stop-the-world full collection */
+    CGC_PAUSE_SLICE = 2,      /* a slice of an incremental cycle */
+    CGC_PAUSE_LAST_SLICE = 3  /* the slice that ended its cycle */
+} cgc_pause_kind;
+typedef void (*cgc_pause_observer)(cgc_pause_kind kind, uint64_t ns, void *context);
+/* Calls `observer` at the end of each pause the statistics above record,
+ * with its kind and length (a log of every pause: bench/programs/pauses.cpp).
+ * It runs inside the pause's collection point: it should only record (no GC
+ * object made or released, no collector call). NULL stops the calls. */
+CGC_API void cgc_set_pause_observer(cgc_pause_observer observer, void *context);
 
 /* When automatic collections run. CGC_AUTO_AT_ALLOCATION (the default, as in
  * CPython <= 3.11): inside the allocation that crosses the threshold.

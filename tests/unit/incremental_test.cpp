@@ -622,4 +622,39 @@ TEST_F(IncrementalTest, EveryCollectionIsAPause) {
     EXPECT_GE(stats.total_ns, stats.max_ns);
 }
 
+struct ObservedPause {
+    cgc_pause_kind kind;
+    uint64_t ns;
+};
+
+void observe_pause(cgc_pause_kind kind, uint64_t ns, void *context) {
+    static_cast<std::vector<ObservedPause> *>(context)->push_back({kind, ns});
+}
+
+TEST_F(IncrementalTest, ThePauseObserverSeesEveryPauseWithItsKind) {
+    Node *held = old_chain(100);
+    std::vector<ObservedPause> seen;
+    cgc_set_pause_observer(observe_pause, &seen);
+    cgc_reset_pause_stats();
+    cgc_collect(0);
+    cgc_collect(2);
+    int slices = finish_cycle();  // (a collection of generation 1, then the slices)
+    cgc_pause_stats stats{};
+    cgc_get_pause_stats(&stats);
+    cgc_set_pause_observer(nullptr, nullptr);
+    cgc_collect(0);  // (not seen)
+
+    ASSERT_EQ(seen.size(), stats.count);
+    ASSERT_EQ(seen.size(), size_t(3 + slices));
+    EXPECT_EQ(seen[0].kind, CGC_PAUSE_YOUNG);
+    EXPECT_EQ(seen[1].kind, CGC_PAUSE_FULL);
+    EXPECT_EQ(seen[2].kind, CGC_PAUSE_YOUNG);
+    for (size_t i = 3; i + 1 < seen.size(); ++i) EXPECT_EQ(seen[i].kind, CGC_PAUSE_SLICE) << i;
+    EXPECT_EQ(seen.back().kind, CGC_PAUSE_LAST_SLICE);
+    uint64_t total = 0;
+    for (const ObservedPause &pause : seen) total += pause.ns;
+    EXPECT_EQ(total, stats.total_ns);
+    cgc_decref(obj(held));
+}
+
 }  // namespace
