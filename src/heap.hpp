@@ -198,7 +198,11 @@ struct Heap {
     void *pause_observer_context = nullptr;
     void record_pause(uint64_t ns, cgc_pause_kind kind) {
         pauses.record(ns);
-        if (pause_observer) pause_observer(kind, ns, pause_observer_context);
+        if (!pause_observer) return;
+        Phase outer = phase;
+        phase = Phase::callbacks;  // (a collection asked from it returns 0, as from a gc callback)
+        pause_observer(kind, ns, pause_observer_context);
+        phase = outer;
     }
 
     Trashcan trashcan;  // (a confined heap's: trashcan_of)

@@ -699,7 +699,8 @@ typedef void (*cgc_pause_observer)(cgc_pause_kind kind, uint64_t ns, void *conte
 /* Calls `observer` at the end of each pause the statistics above record,
  * with its kind and length (a log of every pause: bench/programs/pauses.cpp).
  * It runs inside the pause's collection point: it should only record (no GC
- * object made or released, no collector call). NULL stops the calls. */
+ * object made or released; a collection asked from it returns 0, as from a
+ * collection callback). NULL stops the calls. */
 CGC_API void cgc_set_pause_observer(cgc_pause_observer observer, void *context);
 
 /* When automatic collections run. CGC_AUTO_AT_ALLOCATION (the default, as in

@@ -657,4 +657,24 @@ TEST_F(IncrementalTest, ThePauseObserverSeesEveryPauseWithItsKind) {
     cgc_decref(obj(held));
 }
 
+// A collection asked from the observer (inside the pause) is refused with
+// 0, as from a collection callback, instead of running inside the one that
+// ends.
+void collect_from_observer(cgc_pause_kind, uint64_t, void *context) {
+    static_cast<std::vector<cgc_ssize_t> *>(context)->push_back(cgc_collect(2));
+}
+
+TEST_F(IncrementalTest, ACollectionAskedFromThePauseObserverReturnsZero) {
+    Node *held = old_chain(100);
+    std::vector<cgc_ssize_t> results;
+    cgc_set_pause_observer(collect_from_observer, &results);
+    old_garbage_self_cycle(7);  // (its collections are observed too)
+    finish_cycle();
+    cgc_set_pause_observer(nullptr, nullptr);
+    ASSERT_GE(results.size(), 3u);
+    for (cgc_ssize_t found : results) EXPECT_EQ(found, 0);
+    EXPECT_EQ(counters.deallocated, 1);  // (by the cycle, once)
+    cgc_decref(obj(held));
+}
+
 }  // namespace
