@@ -649,7 +649,8 @@ CGC_API void cgc_get_stats(int generation, cgc_generation_stats *out);
  * `ns` each, one at each automatic collection point (where young
  * collections run), doing at least as much work as the allocations since
  * the last slice call for, so that a cycle over N objects ends before about
- * N/3 more are allocated. No slice runs while automatic collection is
+ * N/3 more are allocated (later when that work does not fit in 4/5 of the
+ * budget: the rest is done by slices that come sooner). No slice runs while automatic collection is
  * disabled. The semantics do not change: nothing reachable is freed, and
  * the garbage that existed when a cycle began is freed when it ends. */
 CGC_API void cgc_set_pause_budget(uint64_t ns);
