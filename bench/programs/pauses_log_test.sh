@@ -19,6 +19,10 @@ for kind in young slice last_slice; do
     grep -q " $kind\$" "$log" || fail "no $kind pause in the log"
 done
 [[ $(grep -c ' last_slice$' "$log") -eq $cycles ]] || fail "cycles=$cycles, but not as many last slices"
-python3 "$here/plot_pauses.py" "$log" --out "$work"
-[[ -s $work/tree-1000000.ccdf && -s $work/tree-1000000.time ]] || fail "plot_pauses.py wrote no data"
+if command -v python3 > /dev/null; then
+    python3 "$here/plot_pauses.py" "$log" --out "$work"
+    [[ -s $work/tree-1000000.ccdf && -s $work/tree-1000000.time ]] || fail "plot_pauses.py wrote no data"
+else
+    echo "pauses_log_test: python3 is missing: plot_pauses.py not checked"
+fi
 echo "pauses_log_test: $pauses pauses, $cycles cycles"
