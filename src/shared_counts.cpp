@@ -265,9 +265,7 @@ constinit thread_local const Heap *t_last_shared_heap = nullptr;
 
 void init_shared_object_slow(Heap &heap, cgc_object *op) {
     if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) note_owner(heap);
-    shared_count_of(op).store(0, std::memory_order_relaxed);
-    uint64_t local = static_cast<uint64_t>(op->ob_refcnt);
-    store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
+    own_new_object(op);
     if (heap.shared->queued.load(std::memory_order_relaxed) != 0) [[unlikely]]
         merge_own_queue(heap);
 }

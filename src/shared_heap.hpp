@@ -83,6 +83,13 @@ inline std::atomic<int64_t> &shared_count_of(const cgc_object *op) {
 void init_shared_object_slow(Heap &heap, cgc_object *op);
 // The shared heap the calling thread last allocated in (it has a tag).
 extern constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec")));
+// The new object's count word and shared count, owned by the calling
+// thread (which has a tag).
+inline void own_new_object(cgc_object *op) {
+    shared_count_of(op).store(0, std::memory_order_relaxed);
+    auto local = static_cast<uint64_t>(op->ob_refcnt);
+    store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
+}
 // init_shared_object, inline in the allocation fast paths when the thread
 // allocated in `shared` last and nothing is queued.
 inline void init_shared_object(Heap &heap, const SharedHeap &shared, cgc_object *op) {
@@ -90,9 +97,7 @@ inline void init_shared_object(Heap &heap, const SharedHeap &shared, cgc_object 
         init_shared_object_slow(heap, op);
         return;
     }
-    shared_count_of(op).store(0, std::memory_order_relaxed);
-    auto local = static_cast<uint64_t>(op->ob_refcnt);
-    store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
+    own_new_object(op);
 }
 // An object of a shared heap whose count word is plain again (a finalizer
 // resurrected it, or a refusal kept it with count 1): merged, so that every
