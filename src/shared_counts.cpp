@@ -26,8 +26,11 @@
 
 using namespace cyclegc::internal;
 
+// (The definitions repeat the declarations' TLS model: without it, this
+// file reaches them through __tls_get_addr calls, which make the paths
+// that read them save registers.)
 extern "C" {
-CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag = 0;
+CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag CGC_TLS_MODEL = 0;
 }
 
 namespace cyclegc::internal {
@@ -108,7 +111,7 @@ void release_owned_last(cgc_object *op) {
     die(op);
 }
 
-void enqueue(cgc_object *op) {
+[[gnu::noinline]] void enqueue(cgc_object *op) {
     SharedHeap &shared = *heap_of(op).shared;  // (atomic: another thread may be lending the page)
     std::lock_guard<std::mutex> guard(shared.queue_lock);
     try {
@@ -128,18 +131,27 @@ void enqueue(cgc_object *op) {
     if (word <= 1) cgc_dealloc(op);
 }
 
-// A decrement by a thread that does not own the object.
+void decref_shared_count(cgc_object *op);
+
+// decref_shared_count on a shared count of 0: queued, unless another
+// thread changed the count meanwhile (then taken again from the start).
+[[gnu::noinline]] void queue_or_decref(cgc_object *op) {
+    int64_t zero = 0;
+    if (shared_count_of(op).compare_exchange_strong(zero, kSharedQueued, std::memory_order_acq_rel))
+        enqueue(op);
+    else
+        decref_shared_count(op);
+}
+
+// A decrement by a thread that does not own the object. Its common case
+// calls nothing but in tail position, so that it saves no registers.
 [[gnu::noinline]] void decref_shared_count(cgc_object *op) {
     std::atomic<int64_t> &shared = shared_count_of(op);
     int64_t old = shared.load(std::memory_order_relaxed);
-    int64_t next;
     do {
-        next = old == 0 ? kSharedQueued : old - kSharedOne;
-    } while (!shared.compare_exchange_weak(old, next, std::memory_order_acq_rel));
-    if (old == 0)
-        enqueue(op);
-    else if (next == kSharedMerged)
-        die(op);
+        if (old == 0) [[unlikely]] return queue_or_decref(op);
+    } while (!shared.compare_exchange_weak(old, old - kSharedOne, std::memory_order_acq_rel));
+    if (old - kSharedOne == kSharedMerged) [[unlikely]] die(op);
 }
 
 // cgc_decref_slow on a shared word, by a thread attached to its heap.
@@ -261,7 +273,7 @@ bool pages_carry_shared_counts(const Heap &heap) { return heap.is_shared(); }
 
 // (A plain thread-local: t_ownership, with a destructor, is reached through
 // a guard each time. Set after the thread's tag.)
-constinit thread_local const Heap *t_last_shared_heap = nullptr;
+constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void init_shared_object_slow(Heap &heap, cgc_object *op) {
     if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) note_owner(heap);
