@@ -308,7 +308,7 @@ void disown_for_clearing(std::vector<cgc_object *> &objects) {
     for (cgc_object *op : objects) {
         if (!op) continue;
         cgc_ssize_t word = load_word(op);
-        if (is_shared_word(word) && word_tag(word) != 0) merge(op, 0);
+        if (is_shared_word(word) && word_tag(word) != 0 && !owned_here(word)) merge(op, 0);
     }
 }
 

@@ -109,9 +109,12 @@ void rebias_if_shared(cgc_object *op);
 void merge_own_queue(Heap &heap);
 void merge_all_queues(Heap &heap);
 // With the world stopped (the owners parked): the objects a collection
-// found unreachable lose their owners, so that the references its clearing
-// drops, on whichever thread, free them there and then (a decrement by a
-// thread that does not own an object would queue it for its owner).
+// found unreachable that other threads own lose their owners, so that the
+// references its clearing drops free them there and then (a decrement by a
+// thread that does not own an object would queue it for its owner). The
+// collecting thread's own objects keep their owner: its clearing counts
+// them with plain stores, and no other thread can reach garbage (one a
+// finalizer resurrects and hands over is counted as any shared object).
 void disown_for_clearing(std::vector<cgc_object *> &objects);
 // ---- Local heaps (local_heaps.cpp): an attached thread's part of a shared
 // heap, used by its fast paths without the state lock: pages lent to it,
