@@ -277,7 +277,7 @@ constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("
 
 void init_shared_object_slow(Heap &heap, cgc_object *op) {
     if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) note_owner(heap);
-    own_new_object(op);
+    own_new_object(op, shared_count_of(op));
     if (heap.shared->queued.load(std::memory_order_relaxed) != 0) [[unlikely]]
         merge_own_queue(heap);
 }
