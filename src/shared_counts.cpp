@@ -14,7 +14,12 @@
 //  - a merged object dies on the thread whose decrement takes the shared
 //    count to 0.
 // A dying object's word is set to a plain 0 and cgc_dealloc takes it from
-// there, as for a confined object.
+// there, as for a confined object. A collection, the world stopped, merges
+// with the same CAS: the attached threads are parked, but Py_INCREF does
+// not check that its thread is attached (Py_DECREF does), and a plain
+// store would lose a detached thread's misplaced increment. It merges
+// only the garbage other threads own (disown_for_clearing), so in one
+// thread's loops there is none.
 #include "arena.hpp"
 #include "heap.hpp"
 #include "shared_heap.hpp"
