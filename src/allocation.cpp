@@ -387,7 +387,7 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     // heap's object is tracked under its state lock, by track_slow.)
     Page *page = page_of(slot.memory);
     Heap &heap = *page_heap(page);
-    if (heap.is_shared()) [[unlikely]] init_shared_object(*heap.home, *heap.shared, op);
+    if (heap.is_shared()) [[unlikely]] init_shared_object(*heap.home, *heap.shared, op, shared_count_at(page, meta));
     bool tracked = track && &heap == t_current_heap && try_track(heap, bits, op);
     set_meta_bits(meta, bits);
     if (track && !tracked) track_slow(op);

@@ -14,7 +14,12 @@
 //  - a merged object dies on the thread whose decrement takes the shared
 //    count to 0.
 // A dying object's word is set to a plain 0 and cgc_dealloc takes it from
-// there, as for a confined object.
+// there, as for a confined object. A collection, the world stopped, merges
+// with the same CAS: the attached threads are parked, but Py_INCREF does
+// not check that its thread is attached (Py_DECREF does), and a plain
+// store would lose a detached thread's misplaced increment. It merges
+// only the garbage other threads own (disown_for_clearing), so in one
+// thread's loops there is none.
 #include "arena.hpp"
 #include "heap.hpp"
 #include "shared_heap.hpp"
@@ -26,8 +31,11 @@
 
 using namespace cyclegc::internal;
 
+// (The definitions repeat the declarations' TLS model: without it, this
+// file reaches them through __tls_get_addr calls, which make the paths
+// that read them save registers.)
 extern "C" {
-CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag = 0;
+CGC_THREAD_LOCAL uint32_t cgc_thread_count_tag CGC_TLS_MODEL = 0;
 }
 
 namespace cyclegc::internal {
@@ -108,7 +116,7 @@ void release_owned_last(cgc_object *op) {
     die(op);
 }
 
-void enqueue(cgc_object *op) {
+[[gnu::noinline]] void enqueue(cgc_object *op) {
     SharedHeap &shared = *heap_of(op).shared;  // (atomic: another thread may be lending the page)
     std::lock_guard<std::mutex> guard(shared.queue_lock);
     try {
@@ -128,18 +136,27 @@ void enqueue(cgc_object *op) {
     if (word <= 1) cgc_dealloc(op);
 }
 
-// A decrement by a thread that does not own the object.
+void decref_shared_count(cgc_object *op);
+
+// decref_shared_count on a shared count of 0: queued, unless another
+// thread changed the count meanwhile (then taken again from the start).
+[[gnu::noinline]] void queue_or_decref(cgc_object *op) {
+    int64_t zero = 0;
+    if (shared_count_of(op).compare_exchange_strong(zero, kSharedQueued, std::memory_order_acq_rel))
+        enqueue(op);
+    else
+        decref_shared_count(op);
+}
+
+// A decrement by a thread that does not own the object. Its common case
+// calls nothing but in tail position, so that it saves no registers.
 [[gnu::noinline]] void decref_shared_count(cgc_object *op) {
     std::atomic<int64_t> &shared = shared_count_of(op);
     int64_t old = shared.load(std::memory_order_relaxed);
-    int64_t next;
     do {
-        next = old == 0 ? kSharedQueued : old - kSharedOne;
-    } while (!shared.compare_exchange_weak(old, next, std::memory_order_acq_rel));
-    if (old == 0)
-        enqueue(op);
-    else if (next == kSharedMerged)
-        die(op);
+        if (old == 0) [[unlikely]] return queue_or_decref(op);
+    } while (!shared.compare_exchange_weak(old, old - kSharedOne, std::memory_order_acq_rel));
+    if (old - kSharedOne == kSharedMerged) [[unlikely]] die(op);
 }
 
 // cgc_decref_slow on a shared word, by a thread attached to its heap.
@@ -261,11 +278,11 @@ bool pages_carry_shared_counts(const Heap &heap) { return heap.is_shared(); }
 
 // (A plain thread-local: t_ownership, with a destructor, is reached through
 // a guard each time. Set after the thread's tag.)
-constinit thread_local const Heap *t_last_shared_heap = nullptr;
+constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void init_shared_object_slow(Heap &heap, cgc_object *op) {
     if (t_last_shared_heap != &heap || cgc_thread_count_tag == 0) note_owner(heap);
-    own_new_object(op);
+    own_new_object(op, shared_count_of(op));
     if (heap.shared->queued.load(std::memory_order_relaxed) != 0) [[unlikely]]
         merge_own_queue(heap);
 }
@@ -296,7 +313,7 @@ void disown_for_clearing(std::vector<cgc_object *> &objects) {
     for (cgc_object *op : objects) {
         if (!op) continue;
         cgc_ssize_t word = load_word(op);
-        if (is_shared_word(word) && word_tag(word) != 0) merge(op, 0);
+        if (is_shared_word(word) && word_tag(word) != 0 && !owned_here(word)) merge(op, 0);
     }
 }
 

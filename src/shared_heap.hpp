@@ -83,21 +83,31 @@ inline std::atomic<int64_t> &shared_count_of(const cgc_object *op) {
 void init_shared_object_slow(Heap &heap, cgc_object *op);
 // The shared heap the calling thread last allocated in (it has a tag).
 extern constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec")));
-// The new object's count word and shared count, owned by the calling
-// thread (which has a tag).
-inline void own_new_object(cgc_object *op) {
-    shared_count_of(op).store(0, std::memory_order_relaxed);
+// The shared count of the slot whose GcMeta is `meta`: for the allocation
+// paths, which know the slot's index (shared_count_of computes it).
+inline std::atomic<int64_t> &shared_count_at(Page *page, const GcMeta &meta) {
+    return page->shared_counts[&meta - page->meta];
+}
+// The new object's count word and shared count (`count`), owned by the
+// calling thread (which has a tag). (The word is read before the shared
+// count is stored, which could alias it: the fast paths then store their
+// constant count once.)
+inline void own_new_object(cgc_object *op, std::atomic<int64_t> &count) {
     auto local = static_cast<uint64_t>(op->ob_refcnt);
+    count.store(0, std::memory_order_relaxed);
     store_word(op, static_cast<cgc_ssize_t>(uint64_t(cgc_thread_count_tag) << 32 | local));
 }
 // init_shared_object, inline in the allocation fast paths when the thread
 // allocated in `shared` last and nothing is queued.
-inline void init_shared_object(Heap &heap, const SharedHeap &shared, cgc_object *op) {
+inline void init_shared_object(Heap &heap, const SharedHeap &shared, cgc_object *op, std::atomic<int64_t> &count) {
     if (t_last_shared_heap != &heap || shared.queued.load(std::memory_order_relaxed) != 0) [[unlikely]] {
         init_shared_object_slow(heap, op);
         return;
     }
-    own_new_object(op);
+    own_new_object(op, count);
+}
+inline void init_shared_object(Heap &heap, const SharedHeap &shared, cgc_object *op) {
+    init_shared_object(heap, shared, op, shared_count_of(op));
 }
 // An object of a shared heap whose count word is plain again (a finalizer
 // resurrected it, or a refusal kept it with count 1): merged, so that every
@@ -109,9 +119,12 @@ void rebias_if_shared(cgc_object *op);
 void merge_own_queue(Heap &heap);
 void merge_all_queues(Heap &heap);
 // With the world stopped (the owners parked): the objects a collection
-// found unreachable lose their owners, so that the references its clearing
-// drops, on whichever thread, free them there and then (a decrement by a
-// thread that does not own an object would queue it for its owner).
+// found unreachable that other threads own lose their owners, so that the
+// references its clearing drops free them there and then (a decrement by a
+// thread that does not own an object would queue it for its owner). The
+// collecting thread's own objects keep their owner: its clearing counts
+// them with plain stores, and no other thread can reach garbage (one a
+// finalizer resurrects and hands over is counted as any shared object).
 void disown_for_clearing(std::vector<cgc_object *> &objects);
 // ---- Local heaps (local_heaps.cpp): an attached thread's part of a shared
 // heap, used by its fast paths without the state lock: pages lent to it,

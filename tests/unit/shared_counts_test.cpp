@@ -261,6 +261,42 @@ TEST_F(SharedCountsTest, ACollectionMergesWhatItsMergesQueue) {
     EXPECT_EQ(Counted::destroyed.load(), 1);
 }
 
+struct Linked : cyclegc::object {
+    static inline std::atomic<int> destroyed{0};
+    ref<Linked> next;
+    ~Linked() { destroyed.fetch_add(1); }
+    void trace(cyclegc::tracer &t) { t(next); }
+};
+
+void make_two_cycle() {
+    ref<Linked> a = make<Linked>(), b = make<Linked>();
+    a->next = b;
+    b->next = a;
+}
+
+// Garbage the collecting thread owns and garbage another (alive) thread
+// owns: the collection frees both at once (the other thread's merged, so
+// that the clearing's releases are not queued for its owner).
+TEST_F(SharedCountsTest, ACollectionFreesTheGarbageOfEveryOwnerAtOnce) {
+    Linked::destroyed = 0;
+    std::atomic<bool> made{false}, done{false};
+    std::thread owner = attached_thread([&] {
+        make_two_cycle();
+        made = true;
+        Py_BEGIN_ALLOW_THREADS  // (stays alive, owning its cycle, without parking a collection)
+        while (!done) std::this_thread::yield();
+        Py_END_ALLOW_THREADS
+    });
+    while (!made) std::this_thread::yield();
+    make_two_cycle();
+    EXPECT_EQ(Linked::destroyed.load(), 0);
+    EXPECT_GE(cgc_collect(2), 4);
+    EXPECT_EQ(Linked::destroyed.load(), 4);
+    done = true;
+    owner.join();
+    EXPECT_EQ(Linked::destroyed.load(), 4);
+}
+
 // A thread that exits gives up its objects: they die on the thread that
 // drops them last, once, with their counts exact.
 TEST_F(SharedCountsTest, TheOwnerExitsWhileOthersHoldItsObjects) {
