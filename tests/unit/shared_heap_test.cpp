@@ -570,6 +570,23 @@ TEST_F(SharedHeapTest, LocalAllocationsStartAutomaticCollections) {
     expect_all_freed_once();
 }
 
+// Frees count against generation 0 also when their objects were allocated
+// before the thread's last slow allocation: chains longer than a page,
+// built and dropped, never reach a threshold above their length (as on a
+// confined heap).
+TEST_F(SharedHeapTest, FreesOfEarlierAllocationsKeepTheCountDown) {
+    cgc_set_threshold(0, 20000);
+    cgc_generation_stats before{};
+    cgc_get_stats(0, &before);
+    on_attached_threads(heap_, 1, [&](int) {
+        for (int round = 0; round < 100; ++round) make_and_drop_chain(5000);
+    });
+    cgc_generation_stats after{};
+    cgc_get_stats(0, &after);
+    EXPECT_EQ(after.collections, before.collections) << "frees did not lower the count of generation 0";
+    expect_all_freed_once();
+}
+
 // Threads that never choose a heap each get one of their own.
 TEST(FirstUseHeap, ThreadsThatChooseNoHeapDoNotShareOne) {
     for (int run = 0; run < 20; ++run) {
