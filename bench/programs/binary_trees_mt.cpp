@@ -45,6 +45,15 @@ struct shared_heap_threads : cyclegc_collector {
         return shared;
     }
     static void init() { static const cyclegc::heap::scope current(heap().get()); }
+    // Also the stops (request to every other thread parked) on stderr.
+    static void report(program_result &r) {
+        cyclegc_collector::report(r);
+        cgc_pause_stats stops{};
+        cgc_get_stop_stats(&stops);
+        std::fprintf(stderr, "stops: %llu, p50 %.1f us, p99 %.1f us, longest %.1f us, total %.3f s\n",
+                     (unsigned long long)stops.count, double(stops.p50_ns) * 1e-3, double(stops.p99_ns) * 1e-3,
+                     double(stops.max_ns) * 1e-3, double(stops.total_ns) * 1e-9);
+    }
     struct worker {
         cyclegc::heap::scope attached{heap().get()};
     };
