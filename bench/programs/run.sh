@@ -77,7 +77,7 @@ for ((round = 1; round <= rounds; ++round)); do
             exit 1
         fi
         echo "$line" >>"$out"
-        echo "round $round/$rounds: $name $variant" >&2
+        echo "round $round/$rounds: $name $variant (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
 done
 echo "raw results: $out" >&2
