@@ -587,9 +587,10 @@ TEST_F(SharedHeapTest, FreesOfEarlierAllocationsKeepTheCountDown) {
     expect_all_freed_once();
 }
 
-// A C++ tree whose destructors, from the 1000th on, wait (at most 5 s in
-// all) for another thread's collection: it must stop the world while this
-// thread is still releasing the tree.
+// A C++ tree whose destructors, from the 1000th on, each wait 200 us (5 s
+// at most in all) until another thread's collection has run: it must stop
+// the world while this thread is still releasing the tree, between two
+// destructors.
 struct WaitingTree : cyclegc::object {
     static inline std::atomic<long> destroyed{0};
     static inline long nodes = 0;
@@ -603,7 +604,7 @@ struct WaitingTree : cyclegc::object {
             deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
             stop_wanted = true;
         } else if (n > 1000 && n < nodes - 100) {
-            while (!collected && std::chrono::steady_clock::now() < deadline)
+            if (!collected && std::chrono::steady_clock::now() < deadline)
                 std::this_thread::sleep_for(std::chrono::microseconds(200));
         } else if (n == nodes - 100) {
             collected_before_end = collected.load();
