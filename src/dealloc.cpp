@@ -191,6 +191,24 @@ void run_deferred_deallocs(Trashcan &trashcan) {
     }
 }
 
+// Runs an untracked C++ object's destructor and frees it (in dealloc_shared,
+// which counted it in the trashcan's depth). While every deallocation it
+// is inside destroys an untracked object too, no object of the thread is
+// tracked at count 0: a stop asked meanwhile (the local heap's threshold
+// poked to 0) parks the thread here, where freeing a large tree would
+// otherwise hold the stop up until its end.
+void destroy_untracked(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+    Trashcan &trashcan = t_shared_trashcan;
+    if (trashcan.untracked + 1 == trashcan.depth &&
+        std::atomic_ref(local.generations[0].threshold).load(std::memory_order_relaxed) == 0) [[unlikely]] {
+        Heap &shared = *local.home;
+        if (shared.shared->stop_requested.load(std::memory_order_relaxed)) park_in_release(shared);
+    }
+    ++trashcan.untracked;
+    destroy_and_free(op);
+    --trashcan.untracked;
+}
+
 // release_cxx for a C++ object in a page lent to the calling thread (its
 // local heap `local`), untracked or tracked there: false for any other.
 bool release_lent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
@@ -198,7 +216,24 @@ bool release_lent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) 
     GcMeta &meta = page->meta[page->index_of(op)];
     if (page_heap(page) != &local || (meta.flags & (kHeld | kHasWeakrefs))) return false;
     if ((meta.flags & kTracked) && !untrack_private(meta)) return false;
-    destroy_and_free(op);
+    destroy_untracked(op, local, destroy_and_free);
+    return true;
+}
+
+// release_lent for a C++ object in the shared heap's own pages (most often
+// a collection's survivor), untracked under the state lock: false (nothing
+// done) for any other, or while a collection runs.
+bool release_unlent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+    Page *page = page_of(op);
+    GcMeta &meta = page->meta[page->index_of(op)];
+    Heap &shared = *local.home;
+    if (page_heap(page) != &shared || (meta.flags & (kHeld | kHasWeakrefs))) return false;
+    {
+        StateLock guard(shared);
+        if (shared.collecting()) return false;
+        if (meta.flags & kTracked) untrack_tracked(shared, meta, op);
+    }
+    destroy_untracked(op, local, destroy_and_free);
     return true;
 }
 
@@ -216,7 +251,8 @@ void dealloc_shared(cgc_object *op) {
     }
     ++trashcan.depth;
     cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy;
-    if (!destroy_cxx || !release_lent(op, *local, destroy_cxx)) destroy(op);
+    if (!destroy_cxx || !(release_lent(op, *local, destroy_cxx) || release_unlent(op, *local, destroy_cxx)))
+        destroy(op);
     if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
 }
 

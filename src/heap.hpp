@@ -47,6 +47,10 @@ struct Heap;
 struct Trashcan {
     int depth = 0;
     cgc_object *deferred = nullptr;
+    // (Shared heaps) of the deallocations in progress, those whose object
+    // was untracked before its destructor ran (dealloc.cpp): while all are,
+    // no object of the thread is tracked at count 0, and it may park.
+    int untracked = 0;
 };
 extern thread_local constinit Trashcan t_shared_trashcan __attribute__((tls_model("initial-exec")));
 
@@ -343,6 +347,10 @@ bool attached_here(const Heap &heap);
 bool unattached_use(const Heap &heap, const char *function, const cgc_object *op);
 // Parks the calling thread while another stops the world of `heap`.
 void park(Heap &heap);
+// park() inside deallocations that all destroy untracked objects (the
+// caller has checked): a thread freeing a large structure does not hold up
+// a stop until its end.
+void park_in_release(Heap &heap);
 // A safepoint: parks if a stop of a shared heap's world is requested.
 void safepoint_slow(Heap &heap);
 inline void safepoint(Heap &heap) {
@@ -373,8 +381,10 @@ void delete_shared_heap(Heap *heap);
 bool stopped_by_this_thread(const Heap &heap);
 // Stops the world of `heap` for the calling thread: false if it cannot
 // (it holds the state lock, or is inside a deallocation while another
-// thread stops it). restart_world undoes it.
-bool stop_world(Heap &heap);
+// thread stops it). restart_world undoes it. `give_way`: false also after
+// parking through another thread's stop (an automatic collection: the
+// other one collected, and the next slow allocation counts again).
+bool stop_world(Heap &heap, bool give_way = false);
 void restart_world(Heap &heap);
 // Within a collection of a shared heap whose world this thread stopped:
 // restarts the world so that other threads run while the collection's

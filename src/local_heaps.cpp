@@ -8,8 +8,9 @@
 //    allocation, and a stopped world at once;
 //  - the objects it tracks in them: flagged tracked with GcMeta::word
 //    kPrivateYoung, in no list; any thread untracks one by its flag;
-//  - its count of allocations, added to the shared heap's at each slow
-//    allocation, with a threshold of what the shared heap's count leaves.
+//  - its count of allocations less frees, added to the shared heap's at
+//    each slow allocation, with a threshold of what the shared heap's count
+//    leaves.
 // A stopped world takes every part back (take_back): the private objects
 // listed in the shared heap's generation 0, the pages returned, the count
 // added; the collection then sees one heap, as a confined one. A thread
@@ -19,11 +20,19 @@
 #include "heap.hpp"
 #include "shared_heap.hpp"
 
+#include <algorithm>
 #include <new>
 
 namespace cyclegc::internal {
 
 namespace {
+
+// A local heap counts from this bias, not from 0: free_slot stops a count
+// at 0, and a local count at 0 after each fold would drop the frees of
+// objects made before it, so the shared count would only grow (binary-trees
+// on one thread: twice a confined heap's young collections, most of them
+// on a few thousand objects).
+constexpr cgc_ssize_t kLocalCountBias = cgc_ssize_t(1) << 40;
 
 // A local heap's threshold is read by its thread's allocation fast path
 // while a stopping thread may set it (poke_local_heaps): relaxed atomics.
@@ -47,6 +56,7 @@ Heap *make_local_heap(Heap &shared) {
     // Its generation 0 array has no room, so that try_track places each
     // object unlisted (word kPrivateYoung), not in an array of its own.
     local->young_unlisted[0] = 1;
+    local->generations[0].count = kLocalCountBias;
     set_local_threshold(*local, 0);  // (its first allocation borrows a page)
     // Deaths take cgc_dealloc's general path, with the thread's trashcan
     // (t_shared_trashcan) and the shared heap's phase.
@@ -66,8 +76,9 @@ Heap *local_heap_here(const Heap &shared) {
 }
 
 void fold_count(Heap &shared, Heap &local) {
-    shared.generations[0].count += local.generations[0].count;
-    local.generations[0].count = 0;
+    cgc_ssize_t &count = shared.generations[0].count;
+    count = std::max<cgc_ssize_t>(count + (local.generations[0].count - kLocalCountBias), 0);
+    local.generations[0].count = kLocalCountBias;
 }
 
 void take_back(Heap &shared, Heap &local) {
@@ -101,7 +112,9 @@ void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
     }
     if (!page) return nullptr;
     const Generation &total = shared.generations[0];
-    cgc_ssize_t left = total.threshold == PTRDIFF_MAX ? PTRDIFF_MAX : std::max<cgc_ssize_t>(total.threshold - total.count, 0);
+    cgc_ssize_t left = total.threshold == PTRDIFF_MAX
+                           ? PTRDIFF_MAX
+                           : kLocalCountBias + std::max<cgc_ssize_t>(total.threshold - total.count, 0);
     // (A stop asked before this thread took the state lock poked the local
     // heaps already: keep this one poked.)
     set_local_threshold(local, shared.shared->stop_requested.load(std::memory_order_relaxed) ? 0 : left);

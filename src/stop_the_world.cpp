@@ -9,7 +9,8 @@
 // attach/detach, a wait for the state lock) until the world restarts. A
 // thread parks holding no lock, so the collector never waits for a lock a
 // parked thread holds; and it does not park inside a deallocation, where its
-// object, tracked at count 0 for a moment, would look like garbage.
+// object, tracked at count 0 for a moment, would look like garbage, unless
+// every deallocation it is in untracked its object first (park_in_release).
 //
 // Each attached thread has a local heap (local_heaps.cpp), its
 // t_current_heap while it runs attached: a stopped world takes every local
@@ -135,17 +136,32 @@ bool unattached_use(const Heap &heap, const char *function, const cgc_object *op
     return true;
 }
 
-void park(Heap &heap) {
-    Attachment &self = t_attachment;
-    // Not parked: the thread that stopped the world, a thread of another
-    // heap or a detached one (which must not be here), one holding the
-    // state lock or inside a deallocation (see the top of this file).
-    if (self.stopped || !attached_here(heap) || self.lock_depth > 0 || t_shared_trashcan.depth > 0) return;
-    SharedHeap &shared = *heap.shared;
+namespace {
+
+// Whether the calling thread may park now: not the thread that stopped the
+// world, nor one of another heap or a detached one (which must not be
+// here), nor one holding the state lock.
+bool may_park(const Heap &heap) {
+    const Attachment &self = t_attachment;
+    return !self.stopped && attached_here(heap) && self.lock_depth == 0;
+}
+
+void park_while_stopped(SharedHeap &shared) {
     std::unique_lock world(shared.world_lock);
     if (!shared.stop_requested.load(std::memory_order_relaxed)) return;
     leave_running(shared);
     enter_running(shared, world);
+}
+
+}  // namespace
+
+void park(Heap &heap) {
+    // (Nor inside a deallocation: see the top of this file.)
+    if (may_park(heap) && t_shared_trashcan.depth == 0) park_while_stopped(*heap.shared);
+}
+
+void park_in_release(Heap &heap) {
+    if (may_park(heap)) park_while_stopped(*heap.shared);
 }
 
 void safepoint_slow(Heap &heap) {
@@ -177,7 +193,7 @@ bool stopped_by_this_thread(const Heap &heap) { return t_attachment.stopped == &
 
 // Another thread's stop in force makes this thread park first (one
 // collects, the others wait).
-bool stop_world(Heap &heap) {
+bool stop_world(Heap &heap, bool give_way) {
     Attachment &self = t_attachment;
     if (self.lock_depth > 0) {
         report(CGC_ERR_MISUSE, "collector: a collection of a shared heap was asked while the heap's state lock "
@@ -194,6 +210,7 @@ bool stop_world(Heap &heap) {
         if (!counted || t_shared_trashcan.depth > 0) return false;
         leave_running(shared);
         enter_running(shared, world);
+        if (give_way) return false;
         requested = pause_clock_ns(false);
     }
     shared.stop_requested.store(true, std::memory_order_relaxed);
@@ -258,7 +275,9 @@ cgc_ssize_t collect_stopped(Heap &heap, int generation, bool automatic) {
         StateLock guard(heap);
         if (heap.collecting()) return 0;
     }
-    if (!stop_world(heap)) return 0;
+    // (Two threads over the threshold at once: the second gives way to the
+    // first's collection rather than stop the world again to find none due.)
+    if (!stop_world(heap, automatic)) return 0;
     cgc_ssize_t found = automatic ? collect_automatic(heap) : collect(heap, generation);
     restart_world(heap);
     return found;

@@ -5,7 +5,8 @@ the result lines the programs print, and ratios against std::shared_ptr.
     bench/programs/report.py RESULTS.jsonl [--baseline shared_ptr]
 
 The ratio is of CPU time, or of the loop's CPU time per iteration where a
-program reports one (medium-cycles). Exits 1 if the variants of a program
+program reports one (medium-cycles), or of wall time per unit where it
+reports a throughput (binary-trees-mt: trees per wall second). Exits 1 if the variants of a program
 disagree on its checksum (a variant computed something else), or if a line
 is not a result."""
 import argparse
@@ -39,9 +40,13 @@ def median(rows, key):
 
 
 def headline(rows):
-    """The figure the ratio compares: ns/iteration if the program has one."""
+    """The figure the ratio compares (lower is better): ns/iteration if the
+    program has one, else wall seconds per unit if it reports a throughput."""
     ns = median(rows, "ns_per_iter")
-    return ns if ns is not None else median(rows, "cpu_s")
+    if ns is not None:
+        return ns
+    throughput = median(rows, "throughput")
+    return 1 / throughput if throughput else median(rows, "cpu_s")
 
 
 def fmt(value, digits):
@@ -63,8 +68,8 @@ def checksum_errors(groups):
 
 def table(groups, baseline):
     lines = ["| program | variant | runs | CPU s | ratio | wall s | peak RSS MB | collections | "
-             "longest pause ms | in collections s | ns/iter |",
-             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+             "longest pause ms | in collections s | ns/iter | per wall s |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
     for (program, variant), rows in groups.items():
         base = groups.get((program, baseline))
         ratio = headline(rows) / headline(base) if base and headline(base) else None
@@ -76,7 +81,7 @@ def table(groups, baseline):
                      f"{fmt(ratio, 2)}{'x' if ratio is not None else ''} | {fmt(median(rows, 'wall_s'), 2)} | "
                      f"{fmt(rss / 1024 if rss is not None else None, 0)} | {collections} | "
                      f"{fmt(median(rows, 'max_pause_ms'), 1)} | {fmt(median(rows, 'gc_s'), 2)} | "
-                     f"{fmt(median(rows, 'ns_per_iter'), 1)} |")
+                     f"{fmt(median(rows, 'ns_per_iter'), 1)} | {fmt(median(rows, 'throughput'), 0)} |")
     return "\n".join(lines)
 
 
@@ -93,7 +98,8 @@ def main():
     # Each program's variants together (the C ones come last in a round).
     programs = list(dict.fromkeys(program for program, _ in groups))
     groups = dict(sorted(groups.items(), key=lambda item: programs.index(item[0][0])))
-    print(f"Medians; ratio: CPU time (ns/iteration where given) over {args.baseline}'s.\n")
+    print(f"Medians; ratio: CPU time (ns/iteration, or wall time per unit of a throughput, where given) "
+          f"over {args.baseline}'s.\n")
     print(table(groups, args.baseline))
     errors = checksum_errors(groups)
     for error in errors:

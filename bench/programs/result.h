@@ -4,7 +4,7 @@
  *
  *   {"program":"binary-trees","variant":"cyclegc","checksum":"...",
  *    "cpu_s":..,"wall_s":..,"max_rss_kb":..,"collections":"g0/g1/g2",
- *    "max_pause_ms":..,"gc_s":..,"ns_per_iter":..}
+ *    "max_pause_ms":..,"gc_s":..,"ns_per_iter":..,"throughput":..}
  *
  * CPU time is user + system of the whole process (getrusage, so collector
  * threads and page faults count), wall time runs from program_start(). A
@@ -29,6 +29,7 @@ typedef struct program_result {
     double max_pause_ns; /* < 0: not available */
     double gc_ns;        /* time in collections; < 0: not available */
     double ns_per_iter;  /* the program's own per-iteration figure; < 0: none */
+    double throughput;   /* the program's units (trees, say) per wall second; < 0: none */
 } program_result;
 
 static inline double program_now_ns(void) {
@@ -54,6 +55,7 @@ static inline program_result program_result_init(const char *program, const char
     r.max_pause_ns = -1;
     r.gc_ns = -1;
     r.ns_per_iter = -1;
+    r.throughput = -1;
     return r;
 }
 
@@ -85,6 +87,7 @@ static inline void program_print_result(const program_result *r) {
     program_print_number("max_pause_ms", r->max_pause_ns, 1e6, 3);
     program_print_number("gc_s", r->gc_ns, 1e9, 3);
     program_print_number("ns_per_iter", r->ns_per_iter, 1, 1);
+    program_print_number("throughput", r->throughput, 1, 0);
     printf("}\n");
     fflush(stdout);
 }

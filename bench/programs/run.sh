@@ -5,25 +5,29 @@
 # --quick), then prints the table of medians (report.py). Exits non-zero if
 # a run fails or the variants of a program disagree on its checksum.
 #
-#     bench/programs/run.sh [--quick] BUILD_DIR [ROUNDS]     (ROUNDS: 7)
+#     bench/programs/run.sh [--quick] [--only GLOB] BUILD_DIR [ROUNDS]   (ROUNDS: 7)
 #
 # BUILD_DIR is a build with the programs built (the release preset:
 # cmake --build build/release --target programs). --quick: small sizes, a
-# smoke test of a few seconds.
+# smoke test of a few seconds. --only: the programs whose names match GLOB
+# (e.g. 'binary-trees-mt-*', the multi-threaded binary-trees on 1 and 2 threads).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 quick=0
+only='*'
 positional=()
-for arg in "$@"; do
-    case $arg in
+while [[ $# -gt 0 ]]; do
+    case $1 in
         --quick) quick=1 ;;
-        -h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
-        *) positional+=("$arg") ;;
+        --only) only=${2:?--only needs a GLOB}; shift ;;
+        -h | --help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) positional+=("$1") ;;
     esac
+    shift
 done
 if [[ ${#positional[@]} -lt 1 ]]; then
-    echo "usage: $0 [--quick] BUILD_DIR [ROUNDS]" >&2
+    echo "usage: $0 [--quick] [--only GLOB] BUILD_DIR [ROUNDS]" >&2
     exit 2
 fi
 build=${positional[0]}
@@ -45,12 +49,16 @@ sizes() {
         document:1) echo 20000 20000 ;;
         medium-cycles:0) echo 10000000 10000000 10000 ;;
         medium-cycles:1) echo 200000 100000 1000 ;;
+        binary-trees-mt-*:0) echo 18 "${1##*-}" ;;
+        binary-trees-mt-*:1) echo 10 "${1##*-}" ;;
         *) echo "$0: no sizes for program $1" >&2; exit 2 ;;
     esac
 }
 
 runs=()
 while IFS=$'\t' read -r name path; do
+    # shellcheck disable=SC2053  # a glob match
+    [[ $name == $only ]] || continue
     [[ -x $path ]] || { echo "$0: $path is not built" >&2; exit 2; }
     for variant in $("$path" --variants); do runs+=("$name"$'\t'"$path"$'\t'"$variant"); done
 done <"$list"
@@ -69,7 +77,7 @@ for ((round = 1; round <= rounds; ++round)); do
             exit 1
         fi
         echo "$line" >>"$out"
-        echo "round $round/$rounds: $name $variant" >&2
+        echo "round $round/$rounds: $name $variant (load $(cut -d' ' -f1 /proc/loadavg))" >&2
     done
 done
 echo "raw results: $out" >&2

@@ -570,6 +570,83 @@ TEST_F(SharedHeapTest, LocalAllocationsStartAutomaticCollections) {
     expect_all_freed_once();
 }
 
+// Frees count against generation 0 also when their objects were allocated
+// before the thread's last slow allocation: chains longer than a page,
+// built and dropped, never reach a threshold above their length (as on a
+// confined heap).
+TEST_F(SharedHeapTest, FreesOfEarlierAllocationsKeepTheCountDown) {
+    cgc_set_threshold(0, 20000);
+    cgc_generation_stats before{};
+    cgc_get_stats(0, &before);
+    on_attached_threads(heap_, 1, [&](int) {
+        for (int round = 0; round < 100; ++round) make_and_drop_chain(5000);
+    });
+    cgc_generation_stats after{};
+    cgc_get_stats(0, &after);
+    EXPECT_EQ(after.collections, before.collections) << "frees did not lower the count of generation 0";
+    expect_all_freed_once();
+}
+
+// A C++ tree whose destructors, from the 1000th on, each wait 200 us (5 s
+// at most in all) until another thread's collection has run: it must stop
+// the world while this thread is still releasing the tree, between two
+// destructors.
+struct WaitingTree : cyclegc::object {
+    static inline std::atomic<long> destroyed{0};
+    static inline long nodes = 0;
+    static inline std::atomic<bool> stop_wanted{false}, collected{false}, collected_before_end{false};
+    static inline std::chrono::steady_clock::time_point deadline;
+    cyclegc::ref<WaitingTree> left, right;
+    void trace(cyclegc::tracer &t) { t(left, right); }
+    ~WaitingTree() {
+        long n = ++destroyed;
+        if (n == 1000) {
+            deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            stop_wanted = true;
+        } else if (n > 1000 && n < nodes - 100) {
+            if (!collected && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+        } else if (n == nodes - 100) {
+            collected_before_end = collected.load();
+        }
+    }
+    static cyclegc::ref<WaitingTree> build(int depth) {
+        auto node = cyclegc::make<WaitingTree>();
+        ++nodes;
+        if (depth > 0) {
+            node->left = build(depth - 1);
+            node->right = build(depth - 1);
+        }
+        return node;
+    }
+};
+
+// A thread that releases a large tree of C++ objects parks between its
+// objects' destructors when another thread stops the world (each object
+// untracked before its destructor runs, none is tracked at count 0): the
+// stop does not wait for the whole tree.
+TEST_F(SharedHeapTest, AStopReachesAThreadReleasingALargeTree) {
+    cgc_set_threshold(0, 0);  // (no automatic collection)
+    std::thread releaser([&] {
+        cgc_heap_set_current(heap_);
+        WaitingTree::build(14);  // (dropped at once)
+        cgc_heap_set_current(nullptr);
+    });
+    std::thread collector([&] {
+        cgc_heap_set_current(heap_);
+        while (!WaitingTree::stop_wanted) std::this_thread::yield();
+        cgc_collect(0);
+        WaitingTree::collected = true;
+        cgc_heap_set_current(nullptr);
+    });
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(releaser));
+    threads.push_back(std::move(collector));
+    join_detached(threads);
+    EXPECT_TRUE(WaitingTree::collected_before_end) << "the stop waited for the end of the release";
+    EXPECT_EQ(WaitingTree::destroyed.load(), WaitingTree::nodes);
+}
+
 // Threads that never choose a heap each get one of their own.
 TEST(FirstUseHeap, ThreadsThatChooseNoHeapDoNotShareOne) {
     for (int run = 0; run < 20; ++run) {
