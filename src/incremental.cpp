@@ -406,11 +406,16 @@ void record_slice(Heap &heap, uint64_t took, cgc_pause_kind kind) {
     stats.max_pause_ns = std::max(stats.max_pause_ns, took);
 }
 
-// A slice that only frees retired lists (the cycle that left them ended),
-// counted as the cycles' slices are.
-void release_retired_slice(Heap &heap) {
+// Whether the last cycle left work for slices of their own: retired lists
+// to free, emptied pages to release.
+bool leftovers(Heap &heap) { return !heap.incremental.retired.empty() || heap.space.release_waiting(); }
+
+// A slice that only frees what the last cycle left (leftovers), counted as
+// the cycles' slices are.
+void release_leftovers_slice(Heap &heap) {
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     trim_retired(heap.incremental);
+    heap.space.release_emptied_step();
     record_slice(heap, elapsed_ns(heap, start), CGC_PAUSE_SLICE);
 }
 
@@ -458,6 +463,11 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, uint64_t hard, size_
 }
 
 }  // namespace
+
+void set_pause_budget(Heap &heap, uint64_t ns) {
+    heap.incremental.budget_ns = ns;
+    if (ns == 0) heap.space.bound_release(false);  // (set again by the slices of a budget)
+}
 
 void retire_list(IncrementalCycle &cycle, std::deque<cgc_object *> &list) {
     if (list.size() > kRetiredPerSlice) {
@@ -557,6 +567,7 @@ bool take_batch(Heap &heap, size_t limit) {
 
 int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
     IncrementalCycle &cycle = heap.incremental;
+    heap.space.bound_release(cycle.budget_ns != 0);
     if (!cycle.running()) {
         // The young generations first: the cycle then examines every object
         // tracked now, so that the garbage of this moment is freed when it ends.
@@ -566,6 +577,7 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Slice slice(heap, start, ns, least_work, hard_ns);
     trim_retired(cycle);
+    heap.space.release_emptied_step();  // (pages emptied while the last walks ran)
     uint64_t deadline = ns ? start + ns : 0;
     bool finished = false;
     if (cycle.step == IncrementalStep::clear) {
@@ -600,6 +612,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
     Generation &young = heap.generations[0];
     cgc_ssize_t allocated = std::max<cgc_ssize_t>(young.count - cycle.count_at_slice, 0);
+    heap.space.bound_release(true);  // (only a heap that runs slices: not a shared heap's)
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     cgc_ssize_t found = 0;
     // The young collection due, as collect_automatic would run it.
@@ -620,7 +633,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // the young garbage of this moment is the young collections' to free).
     if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
         begin_cycle(heap);
-    if (!cycle.running() && !cycle.retired.empty()) release_retired_slice(heap);
+    if (!cycle.running() && leftovers(heap)) release_leftovers_slice(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
         // (Aimed at 2/5 of the budget: a slice's work varies with the cache
@@ -637,7 +650,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // eighth of that while the cycle is in debt, so that it pays it off).
     heap.apply_young_threshold();
     cgc_ssize_t interval = cycle.debt ? kSliceInterval / 8 : kSliceInterval;
-    if ((cycle.running() || !cycle.retired.empty()) && young.threshold != PTRDIFF_MAX)
+    if ((cycle.running() || leftovers(heap)) && young.threshold != PTRDIFF_MAX)
         young.threshold = std::min(young.threshold, young.count + interval);
     return found;
 }
@@ -648,7 +661,7 @@ using namespace cyclegc::internal;
 
 extern "C" {
 
-void cgc_set_pause_budget(uint64_t ns) { current_heap().incremental.budget_ns = ns; }
+void cgc_set_pause_budget(uint64_t ns) { set_pause_budget(current_heap(), ns); }
 
 uint64_t cgc_get_pause_budget(void) { return current_heap().incremental.budget_ns; }
 

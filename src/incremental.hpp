@@ -100,6 +100,9 @@ struct IncrementalCycle {
     }
 };
 
+// cgc_set_pause_budget: 0 is stop-the-world (and pages emptied while
+// walks ran are freed when they end, not by slices: PageSpace::bound_release).
+void set_pause_budget(Heap &heap, uint64_t ns);
 // An object in the cycle's stack, gathered set or to-clear list is being
 // untracked: its entry, at `index`, becomes null.
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index);

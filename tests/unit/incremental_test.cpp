@@ -93,6 +93,34 @@ TEST_F(IncrementalTest, GarbageIsFoundOverSeveralSlices) {
     cgc_decref(obj(live));
 }
 
+// Pages emptied while the cycle's walks run (steps A-D) are released by
+// the slices after them, a few per slice, never all in one pause.
+TEST_F(IncrementalTest, PagesEmptiedDuringACycleAreReleasedAFewPerSlice) {
+    cgc_set_pause_budget(1'000'000);
+    Node *live = old_chain(3000);
+    std::vector<Node *> dying;
+    for (int i = 0; i < 60000; ++i) dying.push_back(new_node(i));
+    cgc_collect(1);
+    cgc_collect(1);
+    gci::PageSpace &space = heap_state().space;
+    size_t full = space.page_bytes();
+    slice_until(Step::subtract);
+    for (Node *node : dying) cgc_decref(obj(node));  // (freed at once: pages empty under the walk)
+    EXPECT_EQ(counters.deallocated, 60000);
+    EXPECT_EQ(space.page_bytes(), full);
+    int slices = 0;
+    while ((cycle().running() || space.release_waiting()) && slices < 100000) {
+        cgc_collect_slice(1);
+        ++slices;
+    }
+    EXPECT_FALSE(space.release_waiting());
+    EXPECT_LE(space.most_released_at_once(), gci::PageSpace::kReleasesPerStep);
+    EXPECT_GE(full - space.page_bytes(), 40 * gci::kPageSize) << "the emptied pages were not released";
+    finish_cycle();
+    cgc_set_pause_budget(0);
+    cgc_decref(obj(live));
+}
+
 TEST_F(IncrementalTest, ReturnValues) {
     Node *live = old_chain(3000);
     EXPECT_EQ(cgc_collect_slice(1), 0);  // started, work remains
