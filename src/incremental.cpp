@@ -97,7 +97,7 @@ inline uint64_t walk_position(size_t page, uint32_t slot) { return uint64_t(page
 // cursor on, advancing it; false when the slice ran out of time (or f
 // asked to stop), with the cursor at the next slot to visit.
 template <typename F>
-bool walk(Heap &heap, Slice &slice, F f) {
+bool walk(Heap &heap, Slice &slice, F f, bool young_too = false) {
     IncrementalCycle &cycle = heap.incremental;
     const std::vector<Page *> &pages = heap.space.pages();
     for (; cycle.page < pages.size(); ++cycle.page, cycle.slot = 0) {
@@ -108,16 +108,29 @@ bool walk(Heap &heap, Slice &slice, F f) {
             uint32_t index = cycle.slot++;
             ++slice.done;
             GcMeta &meta = page->meta[index];
-            if (!(meta.flags & kTracked) || meta.generation != 2) continue;
+            if (!(meta.flags & kTracked) || (meta.generation != 2 && !(young_too && meta.generation < 2))) continue;
             if (!f(page->object_at(index), meta)) return false;
         }
     }
     return true;
 }
 
+// A young object step A meets in a cycle that adopts them: it joins
+// generation 2 (as a young collection's survivor would), to be a candidate.
+void adopt(Heap &heap, cgc_object *op, GcMeta &meta) {
+    remove_from_lists(heap, op, meta);  // (which untracks it)
+    meta.flags = static_cast<uint8_t>(meta.flags | kTracked);
+    place_in_generation(heap, op, meta, 2);
+}
+
 // Step A.
 bool make_candidates(Heap &heap, Slice &slice) {
+    bool young_too = heap.incremental.adopt_young;
     return walk(heap, slice, [&](cgc_object *op, GcMeta &meta) {
+        if (meta.generation != 2) {
+            adopt(heap, op, meta);
+            ++slice.done;
+        }
         // (This cycle examines it: it no longer waits for a full collection.)
         if (meta.schedule & kPromotedPending) --heap.long_lived_pending;
         meta.schedule = kIncrCandidate;
@@ -126,7 +139,7 @@ bool make_candidates(Heap &heap, Slice &slice) {
         ++heap.incremental.candidates;
         slice.done += kTraverseUnits;
         return true;
-    });
+    }, young_too);
 }
 
 int visit_subtract(cgc_object *child, void *arg) {
@@ -341,6 +354,15 @@ void drop_gathered(IncrementalCycle &cycle) {
     release_gathered(cycle);
 }
 
+// Whether a young collection of both young generations would take longer
+// than `ns` (0: no limit), at their recent cost per object (or 50 ns).
+bool young_outlasts(const Heap &heap, uint64_t ns) {
+    constexpr size_t kFewYoung = 8192;  // (a young collection of these fits any budget worth setting)
+    size_t young = heap.young_count(0) + heap.young_count(1);
+    if (ns == 0 || young < kFewYoung) return false;
+    return static_cast<double>(young) * std::max(heap.incremental.young_ns_per_object, 50.0) > static_cast<double>(ns);
+}
+
 // Starts a cycle over the objects in generation 2 now.
 void begin_cycle(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
@@ -348,6 +370,7 @@ void begin_cycle(Heap &heap) {
     cycle.page = 0;
     cycle.slot = 0;
     cycle.candidates = 0;
+    cycle.adopt_young = false;
     cycle.debt = 0;
     cycle.pending = PendingOutcome{};
     heap.space.pin();
@@ -360,14 +383,28 @@ void unpin(IncrementalCycle &cycle, Heap &heap) {
     heap.space.unpin();
 }
 
+// The cycle's next step, its cursor at the start.
+void next_step(IncrementalCycle &cycle, Heap &heap) {
+    if (cycle.step == IncrementalStep::gather) unpin(cycle, heap);  // (no more page walks)
+    cycle.step = static_cast<IncrementalStep>(static_cast<int>(cycle.step) + 1);
+    cycle.page = 0;
+    cycle.slot = 0;
+    cycle.batch_cursor = 0;
+}
+
 // Runs the analysis steps from where the cycle is; true when they are done.
 bool analyse(Heap &heap, Slice &slice) {
     IncrementalCycle &cycle = heap.incremental;
+    // Step A reads counts, calls nothing: it runs outside the analysis scope,
+    // which parks generation 0's list (step A may take objects out of it).
+    if (cycle.step == IncrementalStep::candidates) {
+        if (!make_candidates(heap, slice)) return false;
+        next_step(cycle, heap);
+    }
     AnalysisPhase analysis(heap);
     for (;;) {
         bool done = false;
         switch (cycle.step) {
-            case IncrementalStep::candidates: done = make_candidates(heap, slice); break;
             case IncrementalStep::subtract: done = subtract_internal_refs(heap, slice); break;
             case IncrementalStep::mark: done = mark_reachable(heap, slice); break;
             case IncrementalStep::gather: done = gather_unmarked(heap, slice); break;
@@ -375,11 +412,7 @@ bool analyse(Heap &heap, Slice &slice) {
             default: return true;
         }
         if (!done) return false;
-        if (cycle.step == IncrementalStep::gather) unpin(cycle, heap);  // (no more page walks)
-        cycle.step = static_cast<IncrementalStep>(static_cast<int>(cycle.step) + 1);
-        cycle.page = 0;
-        cycle.slot = 0;
-        cycle.batch_cursor = 0;
+        next_step(cycle, heap);
     }
 }
 
@@ -570,9 +603,14 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
     heap.space.bound_release(cycle.budget_ns != 0);
     if (!cycle.running()) {
         // The young generations first: the cycle then examines every object
-        // tracked now, so that the garbage of this moment is freed when it ends.
-        collect(heap, 1);
+        // tracked now, so that the garbage of this moment is freed when it
+        // ends. Unless collecting them would outlast the slice (a program
+        // that built its data with collections off): then step A takes them
+        // in as candidates, a slice's worth at a time.
+        bool adopt = young_outlasts(heap, ns);
+        if (!adopt) collect(heap, 1);
         begin_cycle(heap);
+        cycle.adopt_young = adopt;
     }
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Slice slice(heap, start, ns, least_work, hard_ns);

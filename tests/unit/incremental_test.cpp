@@ -121,6 +121,33 @@ TEST_F(IncrementalTest, PagesEmptiedDuringACycleAreReleasedAFewPerSlice) {
     cgc_decref(obj(live));
 }
 
+// A cycle started by a slice when the young generations are too large to
+// collect within it (data built with collections off): no young collection
+// first; step A takes the young objects in as candidates, and the cycle
+// frees their garbage.
+TEST_F(IncrementalTest, ASliceAdoptsYoungGenerationsTooLargeToCollectFirst) {
+    std::vector<Node *> kept;
+    for (int i = 0; i < 30000; ++i) kept.push_back(new_node(i));
+    for (int i = 0; i < 1000; ++i) {
+        Node *a = new_node(100000 + i), *b = new_node(200000 + i);
+        link_next(a, b);
+        link_next(b, a);
+        cgc_decref(obj(a));
+        cgc_decref(obj(b));
+    }
+    cgc_ssize_t young_collections = stats_of(0).collections + stats_of(1).collections;
+    EXPECT_EQ(cgc_collect_slice(100'000), 0);
+    EXPECT_EQ(stats_of(0).collections + stats_of(1).collections, young_collections) << "collected young first";
+    EXPECT_TRUE(cycle().adopt_young);
+    EXPECT_LT(tracked_in(0), 32000) << "the first slice took none in";
+    finish_cycle();
+    EXPECT_EQ(counters.deallocated, 2000);
+    EXPECT_EQ(stats_of(2).collected, 2000u);
+    EXPECT_EQ(tracked_in(0) + tracked_in(1), 0);
+    for (Node *node : kept) EXPECT_EQ(generation_of(node), 2);
+    for (Node *node : kept) cgc_decref(obj(node));
+}
+
 TEST_F(IncrementalTest, ReturnValues) {
     Node *live = old_chain(3000);
     EXPECT_EQ(cgc_collect_slice(1), 0);  // started, work remains
