@@ -17,8 +17,9 @@
 // Young collections keep running between slices, on generations 0 and 1
 // with their own flags; objects tracked or promoted during a cycle are not
 // its candidates (except in a cycle that adopts young objects: step A then
-// moves those it meets to generation 2, out of the young collections' way). An object untracked (or freed) during a cycle loses its
-// marks, and its entry in the mark stack or gathered set becomes null.
+// moves those it meets to generation 2, out of the young collections' way).
+// An object untracked (or freed) during a cycle loses its marks, and its
+// entry in the mark stack or gathered set becomes null.
 #include "analysis_phase.hpp"
 #include "arena.hpp"
 #include "heap.hpp"
