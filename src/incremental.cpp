@@ -16,8 +16,10 @@
 //
 // Young collections keep running between slices, on generations 0 and 1
 // with their own flags; objects tracked or promoted during a cycle are not
-// its candidates. An object untracked (or freed) during a cycle loses its
-// marks, and its entry in the mark stack or gathered set becomes null.
+// its candidates (except in a cycle that adopts young objects: step A then
+// moves those it meets to generation 2, out of the young collections' way).
+// An object untracked (or freed) during a cycle loses its marks, and its
+// entry in the mark stack or gathered set becomes null.
 #include "analysis_phase.hpp"
 #include "arena.hpp"
 #include "heap.hpp"
@@ -97,7 +99,7 @@ inline uint64_t walk_position(size_t page, uint32_t slot) { return uint64_t(page
 // cursor on, advancing it; false when the slice ran out of time (or f
 // asked to stop), with the cursor at the next slot to visit.
 template <typename F>
-bool walk(Heap &heap, Slice &slice, F f) {
+bool walk(Heap &heap, Slice &slice, F f, bool young_too = false) {
     IncrementalCycle &cycle = heap.incremental;
     const std::vector<Page *> &pages = heap.space.pages();
     for (; cycle.page < pages.size(); ++cycle.page, cycle.slot = 0) {
@@ -108,16 +110,29 @@ bool walk(Heap &heap, Slice &slice, F f) {
             uint32_t index = cycle.slot++;
             ++slice.done;
             GcMeta &meta = page->meta[index];
-            if (!(meta.flags & kTracked) || meta.generation != 2) continue;
+            if (!(meta.flags & kTracked) || (meta.generation != 2 && !(young_too && meta.generation < 2))) continue;
             if (!f(page->object_at(index), meta)) return false;
         }
     }
     return true;
 }
 
+// A young object step A meets in a cycle that adopts them: it joins
+// generation 2 (as a young collection's survivor would), to be a candidate.
+void adopt(Heap &heap, cgc_object *op, GcMeta &meta) {
+    remove_from_lists(heap, op, meta);  // (which untracks it)
+    meta.flags = static_cast<uint8_t>(meta.flags | kTracked);
+    place_in_generation(heap, op, meta, 2);
+}
+
 // Step A.
 bool make_candidates(Heap &heap, Slice &slice) {
+    bool young_too = heap.incremental.adopt_young;
     return walk(heap, slice, [&](cgc_object *op, GcMeta &meta) {
+        if (meta.generation != 2) {
+            adopt(heap, op, meta);
+            ++slice.done;
+        }
         // (This cycle examines it: it no longer waits for a full collection.)
         if (meta.schedule & kPromotedPending) --heap.long_lived_pending;
         meta.schedule = kIncrCandidate;
@@ -126,7 +141,7 @@ bool make_candidates(Heap &heap, Slice &slice) {
         ++heap.incremental.candidates;
         slice.done += kTraverseUnits;
         return true;
-    });
+    }, young_too);
 }
 
 int visit_subtract(cgc_object *child, void *arg) {
@@ -341,6 +356,15 @@ void drop_gathered(IncrementalCycle &cycle) {
     release_gathered(cycle);
 }
 
+// Whether a young collection of both young generations would take longer
+// than `ns` (0: no limit), at their recent cost per object (or 50 ns).
+bool young_outlasts(const Heap &heap, uint64_t ns) {
+    constexpr size_t kFewYoung = 8192;  // (a young collection of these fits any budget worth setting)
+    size_t young = heap.young_count(0) + heap.young_count(1);
+    if (ns == 0 || young < kFewYoung) return false;
+    return static_cast<double>(young) * std::max(heap.incremental.young_ns_per_object, 50.0) > static_cast<double>(ns);
+}
+
 // Starts a cycle over the objects in generation 2 now.
 void begin_cycle(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
@@ -348,6 +372,7 @@ void begin_cycle(Heap &heap) {
     cycle.page = 0;
     cycle.slot = 0;
     cycle.candidates = 0;
+    cycle.adopt_young = false;
     cycle.debt = 0;
     cycle.pending = PendingOutcome{};
     heap.space.pin();
@@ -360,14 +385,28 @@ void unpin(IncrementalCycle &cycle, Heap &heap) {
     heap.space.unpin();
 }
 
+// The cycle's next step, its cursor at the start.
+void next_step(IncrementalCycle &cycle, Heap &heap) {
+    if (cycle.step == IncrementalStep::gather) unpin(cycle, heap);  // (no more page walks)
+    cycle.step = static_cast<IncrementalStep>(static_cast<int>(cycle.step) + 1);
+    cycle.page = 0;
+    cycle.slot = 0;
+    cycle.batch_cursor = 0;
+}
+
 // Runs the analysis steps from where the cycle is; true when they are done.
 bool analyse(Heap &heap, Slice &slice) {
     IncrementalCycle &cycle = heap.incremental;
+    // Step A reads counts, calls nothing: it runs outside the analysis scope,
+    // which parks generation 0's list (step A may take objects out of it).
+    if (cycle.step == IncrementalStep::candidates) {
+        if (!make_candidates(heap, slice)) return false;
+        next_step(cycle, heap);
+    }
     AnalysisPhase analysis(heap);
     for (;;) {
         bool done = false;
         switch (cycle.step) {
-            case IncrementalStep::candidates: done = make_candidates(heap, slice); break;
             case IncrementalStep::subtract: done = subtract_internal_refs(heap, slice); break;
             case IncrementalStep::mark: done = mark_reachable(heap, slice); break;
             case IncrementalStep::gather: done = gather_unmarked(heap, slice); break;
@@ -375,11 +414,7 @@ bool analyse(Heap &heap, Slice &slice) {
             default: return true;
         }
         if (!done) return false;
-        if (cycle.step == IncrementalStep::gather) unpin(cycle, heap);  // (no more page walks)
-        cycle.step = static_cast<IncrementalStep>(static_cast<int>(cycle.step) + 1);
-        cycle.page = 0;
-        cycle.slot = 0;
-        cycle.batch_cursor = 0;
+        next_step(cycle, heap);
     }
 }
 
@@ -406,11 +441,16 @@ void record_slice(Heap &heap, uint64_t took, cgc_pause_kind kind) {
     stats.max_pause_ns = std::max(stats.max_pause_ns, took);
 }
 
-// A slice that only frees retired lists (the cycle that left them ended),
-// counted as the cycles' slices are.
-void release_retired_slice(Heap &heap) {
+// Whether the last cycle left work for slices of their own: retired lists
+// to free, emptied pages to release.
+bool leftovers(Heap &heap) { return !heap.incremental.retired.empty() || heap.space.release_waiting(); }
+
+// A slice that only frees what the last cycle left (leftovers), counted as
+// the cycles' slices are.
+void release_leftovers_slice(Heap &heap) {
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     trim_retired(heap.incremental);
+    heap.space.release_emptied_step();
     record_slice(heap, elapsed_ns(heap, start), CGC_PAUSE_SLICE);
 }
 
@@ -458,6 +498,11 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, uint64_t hard, size_
 }
 
 }  // namespace
+
+void set_pause_budget(Heap &heap, uint64_t ns) {
+    heap.incremental.budget_ns = ns;
+    if (ns == 0) heap.space.bound_release(false);  // (set again by the slices of a budget)
+}
 
 void retire_list(IncrementalCycle &cycle, std::deque<cgc_object *> &list) {
     if (list.size() > kRetiredPerSlice) {
@@ -557,15 +602,22 @@ bool take_batch(Heap &heap, size_t limit) {
 
 int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
     IncrementalCycle &cycle = heap.incremental;
+    heap.space.bound_release(cycle.budget_ns != 0);
     if (!cycle.running()) {
         // The young generations first: the cycle then examines every object
-        // tracked now, so that the garbage of this moment is freed when it ends.
-        collect(heap, 1);
+        // tracked now, so that the garbage of this moment is freed when it
+        // ends. Unless collecting them would outlast the slice (a program
+        // that built its data with collections off): then step A takes them
+        // in as candidates, a slice's worth at a time.
+        bool adopt = young_outlasts(heap, ns);
+        if (!adopt) collect(heap, 1);
         begin_cycle(heap);
+        cycle.adopt_young = adopt;
     }
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     Slice slice(heap, start, ns, least_work, hard_ns);
     trim_retired(cycle);
+    heap.space.release_emptied_step();  // (pages emptied while the last walks ran)
     uint64_t deadline = ns ? start + ns : 0;
     bool finished = false;
     if (cycle.step == IncrementalStep::clear) {
@@ -600,6 +652,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
     Generation &young = heap.generations[0];
     cgc_ssize_t allocated = std::max<cgc_ssize_t>(young.count - cycle.count_at_slice, 0);
+    heap.space.bound_release(true);  // (only a heap that runs slices: not a shared heap's)
     uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     cgc_ssize_t found = 0;
     // The young collection due, as collect_automatic would run it.
@@ -620,7 +673,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // the young garbage of this moment is the young collections' to free).
     if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
         begin_cycle(heap);
-    if (!cycle.running() && !cycle.retired.empty()) release_retired_slice(heap);
+    if (!cycle.running() && leftovers(heap)) release_leftovers_slice(heap);
     if (cycle.running()) {
         uint64_t spent = elapsed_ns(heap, start);
         // (Aimed at 2/5 of the budget: a slice's work varies with the cache
@@ -637,7 +690,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // eighth of that while the cycle is in debt, so that it pays it off).
     heap.apply_young_threshold();
     cgc_ssize_t interval = cycle.debt ? kSliceInterval / 8 : kSliceInterval;
-    if ((cycle.running() || !cycle.retired.empty()) && young.threshold != PTRDIFF_MAX)
+    if ((cycle.running() || leftovers(heap)) && young.threshold != PTRDIFF_MAX)
         young.threshold = std::min(young.threshold, young.count + interval);
     return found;
 }
@@ -648,7 +701,7 @@ using namespace cyclegc::internal;
 
 extern "C" {
 
-void cgc_set_pause_budget(uint64_t ns) { current_heap().incremental.budget_ns = ns; }
+void cgc_set_pause_budget(uint64_t ns) { set_pause_budget(current_heap(), ns); }
 
 uint64_t cgc_get_pause_budget(void) { return current_heap().incremental.budget_ns; }
 

@@ -50,6 +50,10 @@ struct IncrementalCycle {
     IncrementalStep step = IncrementalStep::none;
     uint64_t budget_ns = 0;  // cgc_set_pause_budget: 0 is stop-the-world
     bool pinned = false;  // the pages, while steps A to D walk them
+    // Step A makes the young objects it meets candidates too (moved to
+    // generation 2): a cycle that cgc_collect_slice started when a young
+    // collection first would have outlasted the slice.
+    bool adopt_young = false;
     // The cursor of the running step's page walk: the next slot it visits
     // (step E: the next gathered entry).
     size_t page = 0;
@@ -100,6 +104,9 @@ struct IncrementalCycle {
     }
 };
 
+// cgc_set_pause_budget: 0 is stop-the-world (and pages emptied while
+// walks ran are freed when they end, not by slices: PageSpace::bound_release).
+void set_pause_budget(Heap &heap, uint64_t ns);
 // An object in the cycle's stack, gathered set or to-clear list is being
 // untracked: its entry, at `index`, becomes null.
 void forget_listed(Heap &heap, cgc_object *op, uint32_t index);

@@ -3,6 +3,7 @@
 
 #include "arena.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -269,14 +270,54 @@ void PageSpace::end_transit(Page *page) {
         free_page(page);
 }
 
+bool PageSpace::goes_back(size_t p) const {
+    return page_heap(pages_[p]) == owner_ && empty_page_goes_back(pages_[p]);  // (not a lent page)
+}
+
+void PageSpace::walks_ended() {
+    if (!bounded_release_) {
+        free_emptied_pages();
+        return;
+    }
+    emptied_during_walk_ = false;
+    release_cursor_ = pages_.size();  // (a round under way starts again: it covers every page)
+}
+
 void PageSpace::free_emptied_pages() {
     emptied_during_walk_ = false;
+    release_cursor_ = 0;
+    size_t released = 0;
     for (size_t p = 0; p < pages_.size();) {
-        if (page_heap(pages_[p]) == owner_ && empty_page_goes_back(pages_[p]))  // (not a lent page)
+        if (goes_back(p)) {
             free_page(pages_[p]);  // (the last page takes its place)
-        else
+            ++released;
+        } else {
             ++p;
+        }
     }
+    most_released_at_once_ = std::max(most_released_at_once_, released);
+}
+
+void PageSpace::bound_release(bool bounded) {
+    bounded_release_ = bounded;
+    if (bounded || !release_cursor_) return;
+    release_cursor_ = 0;
+    emptied_during_walk_ = true;
+    if (!walks_) free_emptied_pages();
+}
+
+void PageSpace::release_emptied_step() {
+    if (walks_ || !release_cursor_) return;
+    size_t released = 0;
+    // (Pages freed since the last step made pages_ shorter.)
+    release_cursor_ = std::min(release_cursor_, pages_.size());
+    for (size_t visits = 0; release_cursor_ && visits < kVisitsPerStep && released < kReleasesPerStep; ++visits) {
+        size_t p = --release_cursor_;
+        if (!goes_back(p)) continue;
+        free_page(pages_[p]);  // (the last page, checked already, takes its place)
+        ++released;
+    }
+    most_released_at_once_ = std::max(most_released_at_once_, released);
 }
 
 }  // namespace cyclegc::internal

@@ -658,8 +658,9 @@ CGC_API void cgc_set_pause_budget(uint64_t ns);
 CGC_API uint64_t cgc_get_pause_budget(void);
 /* Does about `ns` of incremental collection work now (0: until the cycle
  * ends), whatever the budget, for a program with idle time. Starts a cycle
- * if none runs (after a collection of generations 0 and 1, so that the cycle
- * examines every tracked object). Returns 1 if a cycle finished (its
+ * if none runs, which examines every tracked object (generations 0 and 1
+ * collected first, or taken in a slice at a time if that would outlast
+ * `ns`). Returns 1 if a cycle finished (its
  * garbage is freed), 0 if work remains, -1 if called during a collection
  * (recorded: CGC_ERR_MISUSE). cgc_collect(2) during a cycle ends it: its
  * stop-the-world collection does the cycle's work at once. */

@@ -93,6 +93,61 @@ TEST_F(IncrementalTest, GarbageIsFoundOverSeveralSlices) {
     cgc_decref(obj(live));
 }
 
+// Pages emptied while the cycle's walks run (steps A-D) are released by
+// the slices after them, a few per slice, never all in one pause.
+TEST_F(IncrementalTest, PagesEmptiedDuringACycleAreReleasedAFewPerSlice) {
+    cgc_set_pause_budget(1'000'000);
+    Node *live = old_chain(3000);
+    std::vector<Node *> dying;
+    for (int i = 0; i < 60000; ++i) dying.push_back(new_node(i));
+    cgc_collect(1);
+    cgc_collect(1);
+    gci::PageSpace &space = heap_state().space;
+    size_t full = space.page_bytes();
+    slice_until(Step::subtract);
+    for (Node *node : dying) cgc_decref(obj(node));  // (freed at once: pages empty under the walk)
+    EXPECT_EQ(counters.deallocated, 60000);
+    EXPECT_EQ(space.page_bytes(), full);
+    int slices = 0;
+    while ((cycle().running() || space.release_waiting()) && slices < 100000) {
+        cgc_collect_slice(1);
+        ++slices;
+    }
+    EXPECT_FALSE(space.release_waiting());
+    EXPECT_LE(space.most_released_at_once(), gci::PageSpace::kReleasesPerStep);
+    EXPECT_GE(full - space.page_bytes(), 40 * gci::kPageSize) << "the emptied pages were not released";
+    finish_cycle();
+    cgc_set_pause_budget(0);
+    cgc_decref(obj(live));
+}
+
+// A cycle started by a slice when the young generations are too large to
+// collect within it (data built with collections off): no young collection
+// first; step A takes the young objects in as candidates, and the cycle
+// frees their garbage.
+TEST_F(IncrementalTest, ASliceAdoptsYoungGenerationsTooLargeToCollectFirst) {
+    std::vector<Node *> kept;
+    for (int i = 0; i < 30000; ++i) kept.push_back(new_node(i));
+    for (int i = 0; i < 1000; ++i) {
+        Node *a = new_node(100000 + i), *b = new_node(200000 + i);
+        link_next(a, b);
+        link_next(b, a);
+        cgc_decref(obj(a));
+        cgc_decref(obj(b));
+    }
+    cgc_ssize_t young_collections = stats_of(0).collections + stats_of(1).collections;
+    EXPECT_EQ(cgc_collect_slice(100'000), 0);
+    EXPECT_EQ(stats_of(0).collections + stats_of(1).collections, young_collections) << "collected young first";
+    EXPECT_TRUE(cycle().adopt_young);
+    EXPECT_LT(tracked_in(0), 32000) << "the first slice took none in";
+    finish_cycle();
+    EXPECT_EQ(counters.deallocated, 2000);
+    EXPECT_EQ(stats_of(2).collected, 2000u);
+    EXPECT_EQ(tracked_in(0) + tracked_in(1), 0);
+    for (Node *node : kept) EXPECT_EQ(generation_of(node), 2);
+    for (Node *node : kept) cgc_decref(obj(node));
+}
+
 TEST_F(IncrementalTest, ReturnValues) {
     Node *live = old_chain(3000);
     EXPECT_EQ(cgc_collect_slice(1), 0);  // started, work remains

@@ -110,6 +110,52 @@ TEST(PagesTest, EmptyPagesAreReturned) {
     EXPECT_LE(heap.space.page_bytes(), kPageSize);
 }
 
+// Under a pause budget the pages that empty while a walk runs are freed a
+// few per release step, not all when it ends; all of them in the end, even
+// when other pages are freed and allocated between the steps (free_page
+// moves the last page into the freed one's place).
+TEST(PagesTest, PagesEmptiedDuringAWalkAreReleasedAFewPerStep) {
+    Heap heap;
+    heap.space.bound_release(true);
+    std::vector<void *> slots, others;
+    for (int i = 0; i < 100000; ++i) slots.push_back(heap.space.allocate(heap, 48));
+    for (int i = 0; i < 20000; ++i) others.push_back(heap.space.allocate(heap, 160));
+    size_t full = heap.space.page_bytes();
+    heap.space.pin();
+    for (void *p : slots) heap.space.release(p);
+    heap.space.unpin();
+    EXPECT_EQ(heap.space.page_bytes(), full) << "nothing freed at the walk's end";
+    EXPECT_TRUE(heap.space.release_waiting());
+    size_t steps = 0;
+    for (; heap.space.release_waiting() && steps < 100000; ++steps) {
+        heap.space.release_emptied_step();
+        if (!others.empty()) {  // (pages of another class emptied and freed between steps)
+            for (int i = 0; i < 500 && !others.empty(); ++i) {
+                heap.space.release(others.back());
+                others.pop_back();
+            }
+        }
+    }
+    EXPECT_FALSE(heap.space.release_waiting());
+    EXPECT_LE(heap.space.most_released_at_once(), PageSpace::kReleasesPerStep);
+    EXPECT_GE(steps, 100000 * 48 / kPageSize / PageSpace::kReleasesPerStep);  // (the 48-byte pages)
+    for (void *p : others) heap.space.release(p);
+    EXPECT_LE(heap.space.page_bytes(), 2 * kPageSize) << "an emptied page was never released";
+}
+
+// Stop-the-world (no budget): all at the walk's end, in one release.
+TEST(PagesTest, PagesEmptiedDuringAWalkAreReleasedAtItsEndWithoutABudget) {
+    Heap heap;
+    std::vector<void *> slots;
+    for (int i = 0; i < 100000; ++i) slots.push_back(heap.space.allocate(heap, 48));
+    heap.space.pin();
+    for (void *p : slots) heap.space.release(p);
+    heap.space.unpin();
+    EXPECT_FALSE(heap.space.release_waiting());
+    EXPECT_LE(heap.space.page_bytes(), kPageSize);
+    EXPECT_GT(heap.space.most_released_at_once(), PageSpace::kReleasesPerStep);
+}
+
 TEST(PagesTest, MetaIsFoundFromAnInteriorObjectStart) {
     // A C++ object's C part may start a few bytes into its slot.
     Heap heap;
