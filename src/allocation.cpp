@@ -163,6 +163,8 @@ bool count_gc_allocation(Heap &heap) {
     young.count++;
     // (Disabled, or a threshold of 0: generation 0's threshold is none.)
     if (young.count <= young.threshold || heap.collecting()) return false;
+    if (heap.shared && young_count_with_locals(heap) <= young.threshold) [[unlikely]]
+        return false;
     if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || trashcan_of(heap).depth > 0) {
         // Inside a deallocation objects may be half-destroyed: collect later.
         heap.collection_due = true;
@@ -256,7 +258,9 @@ namespace {
     // (Relaxed-atomic, a plain load: a thread stopping a shared heap's world
     // sets a local heap's threshold to 0, see poke_local_heaps.)
     if (!page || young.count >= std::atomic_ref(young.threshold).load(std::memory_order_relaxed)) return nullptr;
-    young.count++;
+    // (Relaxed-atomic, a plain store: young_count_with_locals reads a local
+    // heap's count from other threads.)
+    std::atomic_ref(young.count).store(young.count + 1, std::memory_order_relaxed);
     return page;
 }
 

@@ -661,7 +661,8 @@ inline void untrack_tracked(Heap &heap, GcMeta &meta, cgc_object *op) {
 // generation 0's allocations.
 inline void free_slot(Heap &heap, Page *page, uint32_t index) {
     Generation &young = heap.generations[0];
-    if (young.count > 0) young.count--;
+    // (A plain store, relaxed-atomic as in fast_page.)
+    if (young.count > 0) std::atomic_ref(young.count).store(young.count - 1, std::memory_order_relaxed);
     heap.space.release_at(page, index);
 }
 // free_slot from a slow path, `heap` being the page's (home) heap, whose

@@ -75,6 +75,15 @@ Heap *local_heap_here(const Heap &shared) {
     return current && current->home == &shared && current != &shared ? current : nullptr;
 }
 
+cgc_ssize_t young_count_with_locals(const Heap &shared) {
+    cgc_ssize_t count = shared.generations[0].count;
+    // (Each owner writes its local count with relaxed atomic stores: an
+    // estimate, exact at a stop, which takes every local heap back.)
+    for (Heap *local : shared.shared->locals)
+        count += std::atomic_ref(local->generations[0].count).load(std::memory_order_relaxed) - kLocalCountBias;
+    return count;
+}
+
 void fold_count(Heap &shared, Heap &local) {
     cgc_ssize_t &count = shared.generations[0].count;
     count = std::max<cgc_ssize_t>(count + (local.generations[0].count - kLocalCountBias), 0);
@@ -114,7 +123,7 @@ void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
     const Generation &total = shared.generations[0];
     cgc_ssize_t left = total.threshold == PTRDIFF_MAX
                            ? PTRDIFF_MAX
-                           : kLocalCountBias + std::max<cgc_ssize_t>(total.threshold - total.count, 0);
+                           : kLocalCountBias + std::max<cgc_ssize_t>(total.threshold - young_count_with_locals(shared), 0);
     // (A stop asked before this thread took the state lock poked the local
     // heaps already: keep this one poked.)
     set_local_threshold(local, shared.shared->stop_requested.load(std::memory_order_relaxed) ? 0 : left);

@@ -144,6 +144,12 @@ void poke_local_heaps(Heap &shared);
 // Counts the local heap's allocations in the shared heap's generation 0
 // (state lock held).
 void fold_count(Heap &shared, Heap &local);
+// The shared heap's generation 0 count with every local heap's added, as
+// far as their threads have counted (state lock held: it guards the list
+// of local heaps). An allocation stops the world only when this crosses
+// the threshold: folding in another thread's frees at the stop would
+// often find none due.
+cgc_ssize_t young_count_with_locals(const Heap &shared);
 // A slot of `size` bytes in a page lent to the calling thread (borrowed
 // under the state lock, which the caller holds), or null: not a small size,
 // or out of memory. Sets the local count's threshold to what is left of

@@ -68,6 +68,7 @@ struct Attachment {
                 take_back(*heap, *local);
             }
             std::lock_guard guard(shared.world_lock);
+            std::lock_guard state(shared.state_lock);  // (young_count_with_locals reads the list)
             std::erase(shared.locals, local);
         }
         {
@@ -113,6 +114,7 @@ void attach_to(Heap *heap) {
     self.local = make_local_heap(*heap);
     if (self.local) {
         try {
+            std::lock_guard state(shared.state_lock);  // (young_count_with_locals reads the list)
             shared.locals.push_back(self.local);
         } catch (const std::bad_alloc &) {
             delete_local_heap(self.local);

@@ -587,6 +587,64 @@ TEST_F(SharedHeapTest, FreesOfEarlierAllocationsKeepTheCountDown) {
     expect_all_freed_once();
 }
 
+// Stops of the world and collections of every generation so far.
+uint64_t stops_so_far() {
+    cgc_pause_stats stops{};
+    cgc_get_stop_stats(&stops);
+    return stops.count;
+}
+uint64_t collections_so_far() {
+    uint64_t collections = 0;
+    for (int g = 0; g < 3; ++g) {
+        cgc_generation_stats stats{};
+        cgc_get_stats(g, &stats);
+        collections += static_cast<uint64_t>(stats.collections);
+    }
+    return collections;
+}
+
+// A thread that counted 600 allocations in the shared heap (its slow path
+// folds its local count in), then freed them on its fast paths, leaves the
+// combined count near 0: another thread's allocations stop the world only
+// when a collection is due with both counts added, and every stop collects.
+TEST_F(SharedHeapTest, EveryStopFindsACollectionDueWithAllThreadsCountsAdded) {
+    cgc_set_threshold(0, 700);
+    static PyTypeObject big_type = [] {
+        PyTypeObject type = pair_type_finalized_by("shared_test.Big", nullptr);
+        type.tp_itemsize = sizeof(PyObject *);
+        return type;
+    }();
+    ASSERT_EQ(PyType_Ready(&big_type), 0);
+    std::atomic<bool> counted{false}, done{false};
+    std::thread other([&] {
+        cgc_heap_set_current(heap_);
+        std::vector<PyObject *> kept;
+        for (int i = 0; i < 600; ++i) kept.push_back(new_pair());
+        // (Too large for a fast path: the slow path folds the 600 in.)
+        PyObject *big = reinterpret_cast<PyObject *>(PyObject_GC_NewVar(Pair, &big_type, 1000));
+        reinterpret_cast<Pair *>(big)->first = reinterpret_cast<Pair *>(big)->second = nullptr;
+        reinterpret_cast<Pair *>(big)->state = kAlive;
+        g_made++;
+        kept.push_back(big);
+        for (PyObject *op : kept) Py_DECREF(op);
+        counted = true;
+        wait_detached_until(done);
+        cgc_heap_set_current(nullptr);
+    });
+    wait_detached_until(counted);
+    uint64_t stops = stops_so_far(), collections = collections_so_far();
+    std::vector<PyObject *> kept;
+    for (int i = 0; i < 1000; ++i) kept.push_back(new_pair());
+    EXPECT_GE(collections_so_far() - collections, 1u);
+    EXPECT_EQ(stops_so_far() - stops, collections_so_far() - collections) << "a stop found no collection due";
+    for (PyObject *op : kept) Py_DECREF(op);
+    done = true;
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(other));
+    join_detached(threads);
+    expect_all_freed_once();
+}
+
 // A C++ tree whose destructors, from the 1000th on, each wait 200 us (5 s
 // at most in all) until another thread's collection has run: it must stop
 // the world while this thread is still releasing the tree, between two
