@@ -209,29 +209,23 @@ void destroy_untracked(cgc_object *op, Heap &local, cgc_destructor destroy_and_f
     --trashcan.untracked;
 }
 
-// release_cxx for a C++ object in a page lent to the calling thread (its
-// local heap `local`), untracked or tracked there: false for any other.
-bool release_lent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+// release_cxx for a C++ object of the calling thread's shared heap, in a
+// page lent to the thread (its local heap `local`) or in the shared heap's
+// own pages (most often a collection's survivor, untracked under the state
+// lock): false (nothing done) for any other, or while a collection runs.
+bool release_shared_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
     Page *page = page_of(op);
     GcMeta &meta = page->meta[page->index_of(op)];
-    if (page_heap(page) != &local || (meta.flags & (kHeld | kHasWeakrefs))) return false;
-    if ((meta.flags & kTracked) && !untrack_private(meta)) return false;
-    destroy_untracked(op, local, destroy_and_free);
-    return true;
-}
-
-// release_lent for a C++ object in the shared heap's own pages (most often
-// a collection's survivor), untracked under the state lock: false (nothing
-// done) for any other, or while a collection runs.
-bool release_unlent(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
-    Page *page = page_of(op);
-    GcMeta &meta = page->meta[page->index_of(op)];
-    Heap &shared = *local.home;
-    if (page_heap(page) != &shared || (meta.flags & (kHeld | kHasWeakrefs))) return false;
-    {
-        StateLock guard(shared);
-        if (shared.collecting()) return false;
-        if (meta.flags & kTracked) untrack_tracked(shared, meta, op);
+    Heap *heap = page_heap(page);
+    // (Flags read only in a page of this thread or of the shared heap: in a
+    // page lent to another thread, its owner writes them unlocked.)
+    if ((heap != &local && heap != local.home) || (meta.flags & (kHeld | kHasWeakrefs))) return false;
+    if (heap == &local) {
+        if ((meta.flags & kTracked) && !untrack_private(meta)) return false;
+    } else {
+        StateLock guard(*heap);
+        if (heap->collecting()) return false;
+        if (meta.flags & kTracked) untrack_tracked(*heap, meta, op);
     }
     destroy_untracked(op, local, destroy_and_free);
     return true;
@@ -251,8 +245,7 @@ void dealloc_shared(cgc_object *op) {
     }
     ++trashcan.depth;
     cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy;
-    if (!destroy_cxx || !(release_lent(op, *local, destroy_cxx) || release_unlent(op, *local, destroy_cxx)))
-        destroy(op);
+    if (!destroy_cxx || !release_shared_cxx(op, *local, destroy_cxx)) destroy(op);
     if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
 }
 
