@@ -221,7 +221,7 @@ bool release_shared_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_
     // page lent to another thread, its owner writes them unlocked.)
     if ((heap != &local && heap != local.home) || (meta.flags & (kHeld | kHasWeakrefs))) return false;
     if (heap == &local) {
-        if ((meta.flags & kTracked) && !untrack_private(meta)) return false;
+        if ((meta.flags & kTracked) && !untrack_own(local, meta)) return false;
     } else {
         StateLock guard(*heap);
         if (heap->collecting()) return false;

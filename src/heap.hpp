@@ -550,6 +550,8 @@ inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
         if (!heap.young_unlisted[0]) return false;
         ++heap.young_unlisted[0];
         word = heap.unlisted_word;
+        // (A local heap's: its next stop lists the object from its page.)
+        if (heap.is_local()) heap.space.mark_fresh(page_of(op));
     } else {
         young.push_back(op);
     }
@@ -611,6 +613,27 @@ inline bool untrack_private(GcMeta &meta) {
                                 meta_flag_bits(kTracked | kCollecting | kUncollectable);
     if ((bits & kPlace) != (meta_flag_bits(kTracked) | kPrivateYoung)) return false;
     set_meta_bits(meta, bits & ~meta_flag_bits(kTracked));
+    return true;
+}
+// untrack_private, or for an object in a page lent to the calling thread
+// (`local`, its local heap) that survived a collection, which left it in no
+// list (place_in_generation): unlisted in generation 1, or old. What the
+// shared heap counts of them changes in the local heap (folded at the next
+// stop: fold_local_changes): no lock. False: another object, or one that a
+// collection holds (kCollecting, kUncollectable).
+inline bool untrack_own(Heap &local, GcMeta &meta) {
+    if (untrack_private(meta)) return true;
+    uint64_t bits = meta_bits(meta);
+    if (bits & meta_flag_bits(kCollecting | kUncollectable)) return false;
+    uint64_t generation = bits & kMetaGenerationBits;
+    if (generation == kMetaGeneration1 && (bits & kMetaWordBits) == kUnlisted) {
+        ++local.young_unlisted[1];  // (untracked since the last stop)
+    } else if (generation == kMetaGeneration2 && !(bits & kMetaIncrListed)) {
+        local.long_lived_pending -= static_cast<cgc_ssize_t>((bits & kMetaPromotedPending) >> 56);
+    } else {
+        return false;
+    }
+    set_meta_bits(meta, bits & ~(meta_flag_bits(kTracked | kReachable) | kMetaScheduleBits));
     return true;
 }
 

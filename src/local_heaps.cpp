@@ -11,12 +11,18 @@
 //  - its count of allocations less frees, added to the shared heap's at
 //    each slow allocation, with a threshold of what the shared heap's count
 //    leaves.
-// A stopped world takes every part back (take_back): the private objects
-// listed in the shared heap's generation 0, the pages returned, the count
-// added; the collection then sees one heap, as a confined one. A thread
-// parks only at a safepoint, where its part is consistent (slow paths
-// change a part only under the state lock, whose wait is a safepoint
-// before anything is changed).
+// A stopped world takes every part in (take_back): the private objects
+// listed in the shared heap's generation 0 (found in the pages where they
+// can be: PageSpace::fresh_pages), the counts added; the collection then
+// sees one heap, as a confined one. The pages stay lent (the empty ones go
+// back): the collection leaves its survivors in them out of the lists
+// (unlisted in generation 1, or old: place_in_generation), so that their
+// thread untracks and frees them later without the lock (untrack_own),
+// counting in its local heap what the shared heap's counts lose. A thread
+// that leaves the heap hands every page back (hand_back). A thread parks
+// only at a safepoint, where its part is consistent (slow paths change a
+// part only under the state lock, whose wait is a safepoint before
+// anything is changed).
 #include "heap.hpp"
 #include "shared_heap.hpp"
 
@@ -90,22 +96,54 @@ void fold_count(Heap &shared, Heap &local) {
     local.generations[0].count = kLocalCountBias;
 }
 
-void take_back(Heap &shared, Heap &local) {
+namespace {
+
+// The untrackings of collection survivors the local heap's thread made
+// without the lock (untrack_own), counted in the shared heap.
+void fold_local_changes(Heap &shared, Heap &local) {
+    size_t &unlisted = shared.young_unlisted[1];
+    unlisted -= std::min(unlisted, local.young_unlisted[1]);
+    local.young_unlisted[1] = 0;
+    shared.long_lived_pending += local.long_lived_pending;
+    local.long_lived_pending = 0;
+}
+
+void take_remote_frees(Heap &local) {
     Generation &young = local.generations[0];
     local.space.drain_remote_frees([&] {
         if (young.count > 0) young.count--;
     });
-    for (Page *page : local.space.borrowed()) {
+}
+
+// Lists the objects the thread tracked since the last stop in the shared
+// heap's generation 0 (only the fresh pages can hold them).
+void list_private_young(Heap &shared, Heap &local) {
+    for (Page *page : local.space.fresh_pages()) {
         for (uint32_t i = 0; i < page->bump; ++i) {
             GcMeta &meta = page->meta[i];
             if ((meta.flags & kTracked) && meta.word == kPrivateYoung)
                 place_in_generation(shared, page->object_at(i), meta, 0);
         }
     }
-    local.space.give_back(shared.space, [] {});
+}
+
+}  // namespace
+
+void take_back(Heap &shared, Heap &local) {
+    take_remote_frees(local);
+    list_private_young(shared, local);
+    // The pages stay lent: the objects surviving the collection in them
+    // stay the thread's to free without the lock (place_in_generation).
+    local.space.give_back_empty(shared.space);
+    local.space.restart_fresh();
     fold_count(shared, local);
-    local.young_unlisted[0] = 1;
-    set_local_threshold(local, 0);  // (its next allocation borrows a page again)
+    fold_local_changes(shared, local);
+    set_local_threshold(local, 0);  // (its next allocation works out its threshold again)
+}
+
+void hand_back(Heap &shared, Heap &local) {
+    take_back(shared, local);
+    local.space.give_back(shared.space, [] {});
 }
 
 void *allocate_in_local(Heap &shared, Heap &local, size_t size) {

@@ -123,6 +123,7 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
     owner_ = &heap;
     page->heap = &heap;
     page->walk_all_tracked = true;
+    page->fresh = false;
     page->in_transit = false;
     page->shared_counts = shared_counts;  // (the common case of a page filled by new objects)
     page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
@@ -148,6 +149,7 @@ void PageSpace::free_page(Page *page) {
 
 void PageSpace::link_partial(Page *page) {
     if (page->size_class >= kClassCount) return;  // large pages have no class list
+    if (borrows_) mark_fresh(page);  // (a page allocates only from its class list)
     Page *&head = partial_[page->size_class];
     page->prev_partial = nullptr;
     page->next_partial = head;
@@ -228,7 +230,10 @@ Page *PageSpace::page_to_fill(PageSpace &lender, Heap &shared, Heap &local, size
         if (page->used < page->slot_count) return page;
         unlink_partial(page);  // (full: taken back into the list when a slot is freed)
     }
-    pages_.reserve(pages_.size() + 1);  // (may throw: before a page is lent)
+    if (pages_.size() == pages_.capacity()) {  // (may throw: before a page is lent)
+        pages_.reserve(2 * pages_.size() + 8);
+        fresh_.reserve(pages_.capacity());  // (mark_fresh never allocates)
+    }
     Page *page = lender.lend(shared, size, local);
     if (!page) return nullptr;
     pages_.push_back(page);

@@ -64,6 +64,7 @@ static_assert(sizeof(GcMeta) == 8);
 // it whole.
 constexpr uint64_t kMetaWordBits = 0xFFFFFFFFu;
 constexpr uint64_t kMetaGenerationBits = uint64_t(0xFF) << 40;
+constexpr uint64_t kMetaGeneration1 = uint64_t(1) << 40;
 constexpr uint64_t kMetaGeneration2 = uint64_t(2) << 40;  // generation 2 (and above: permanent)
 constexpr uint64_t kMetaObjectOffsetBits = uint64_t(0xFF) << 48;
 // GcMeta::schedule: promoted to generation 2 by a generation-1 collection
@@ -157,6 +158,9 @@ struct Page {
     // plain loop, whose test is predictable there. Only a hint: a wrong
     // one costs that walk its mispredictions, and the walk corrects it.
     bool walk_all_tracked;
+    // A page lent to a thread that may hold objects it tracked since the
+    // last stop of the world (PageSpace::fresh_pages): walked at the next.
+    bool fresh;
     // A shared heap's page: each slot's shared reference count
     // (shared_heap.hpp), allocated with the page; null in a confined heap.
     std::atomic<int64_t> *shared_counts;
@@ -373,13 +377,38 @@ class PageSpace {
     // (released with release_at: the caller counts them).
     template <class Released>
     void give_back(PageSpace &lender, Released released) {
+        forget_fresh();
         for (Page *page : pages_) {
             drain_remote(page, released);
-            if (page->in_partial_list) unlink_partial(page);
-            set_page_heap(page, const_cast<Heap *>(lender.owner_));
-            if (page->used < page->slot_count) lender.link_partial(page);
+            return_page(lender, page);
         }
         pages_.clear();
+    }
+    // The borrowed pages left empty back to `lender` (they hold nothing a
+    // thread could free lock-free; kept, they would hoard memory).
+    void give_back_empty(PageSpace &lender) {
+        std::erase_if(pages_, [&](Page *page) {
+            if (page->used != 0) return false;
+            return_page(lender, page);
+            return true;
+        });
+    }
+    // The borrowed pages where the thread may have tracked objects since the
+    // last stop of the world: those in a class list at that stop and those
+    // linked in since (a page allocates only from a class list), and those
+    // where it tracked an object allocated before (mark_fresh).
+    const std::vector<Page *> &fresh_pages() const { return fresh_; }
+    void mark_fresh(Page *page) {
+        if (page->fresh) return;
+        page->fresh = true;
+        fresh_.push_back(page);  // (room reserved: fresh_ holds borrowed pages, each once)
+    }
+    // A stop listed the fresh pages' new objects: from now on only the pages
+    // with room are fresh (after give_back_empty).
+    void restart_fresh() {
+        forget_fresh();
+        for (Page *head : partial_)
+            for (Page *page = head; page; page = page->next_partial) mark_fresh(page);
     }
     // Slots other threads freed in the borrowed pages, released here.
     template <class Released>
@@ -420,6 +449,16 @@ class PageSpace {
     // A page of the small class of `size` bytes with a free slot, taken
     // off this (lender's) class list for `to`, or null (out of memory).
     Page *lend(Heap &heap, size_t size, Heap &to);
+    void forget_fresh() {
+        for (Page *page : fresh_) page->fresh = false;
+        fresh_.clear();
+    }
+    void return_page(PageSpace &lender, Page *page) {
+        if (page->in_partial_list) unlink_partial(page);
+        page->fresh = false;
+        set_page_heap(page, const_cast<Heap *>(lender.owner_));
+        if (page->used < page->slot_count) lender.link_partial(page);
+    }
     template <class Released>
     void drain_remote(Page *page, Released released) {
         uint32_t head = page->remote_free.exchange(0, std::memory_order_acquire);
@@ -452,6 +491,7 @@ class PageSpace {
 
     Page *partial_[kClassCount] = {};
     std::vector<Page *> pages_;
+    std::vector<Page *> fresh_;  // (a local heap's: fresh_pages)
     size_t page_bytes_ = 0;
     int walks_ = 0;
     bool emptied_during_walk_ = false;

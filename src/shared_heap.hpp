@@ -133,10 +133,13 @@ void disown_for_clearing(std::vector<cgc_object *> &objects);
 // heap); slow paths hold the state lock.
 Heap *make_local_heap(Heap &shared);
 void delete_local_heap(Heap *local);
-// Gives the local heap's pages, tracked objects and count back to the
-// shared heap. The caller holds the state lock; the local heap's thread is
-// the caller, or parked, or detached.
+// Lists the local heap's new tracked objects in the shared heap's
+// generation 0 and adds its counts to the shared heap's; its pages stay
+// lent (the empty ones go back). hand_back: all its pages go back too (its
+// thread leaves the heap). The caller holds the state lock; the local
+// heap's thread is the caller, or parked, or detached.
 void take_back(Heap &shared, Heap &local);
+void hand_back(Heap &shared, Heap &local);
 // Sends every local heap's next allocation to the slow path, a safepoint:
 // a stopping thread's request reaches threads that allocate on fast paths.
 // The caller holds the state lock, and has set stop_requested.

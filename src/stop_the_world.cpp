@@ -65,7 +65,7 @@ struct Attachment {
             if (t_current_heap == local) t_current_heap = nullptr;
             {
                 StateLock guard(*heap);
-                take_back(*heap, *local);
+                hand_back(*heap, *local);
             }
             std::lock_guard guard(shared.world_lock);
             std::lock_guard state(shared.state_lock);  // (young_count_with_locals reads the list)

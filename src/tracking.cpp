@@ -41,7 +41,11 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
         return;
     }
     auto &list = heap.young[generation];
-    if (list.size() == list.capacity() && unlist_young(heap, generation)) {
+    // A shared heap's object promoted in a page lent to a thread stays out
+    // of the lists, so that its thread untracks it without the state lock
+    // (untrack_own); a collection of generation 1 walks the pages for it.
+    bool lent = generation == 1 && heap.is_shared() && page_heap(page_of(op)) != &heap;
+    if (lent || (list.size() == list.capacity() && unlist_young(heap, generation))) {
         meta.word = kUnlisted;
         ++heap.young_unlisted[generation];
         return;
@@ -184,7 +188,7 @@ void cgc_gc_untrack(void *memory) {
                     untrack_not_newest(heap, meta, op);
                     return;
                 }
-                if (untrack_private(meta)) return;
+                if (untrack_own(heap, meta)) return;
             }
         }
     }

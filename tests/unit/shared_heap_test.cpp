@@ -645,6 +645,96 @@ TEST_F(SharedHeapTest, EveryStopFindsACollectionDueWithAllThreadsCountsAdded) {
     expect_all_freed_once();
 }
 
+// Waits (detached, at most 20 s) until `step` reaches `value`.
+void wait_detached_for_step(const std::atomic<int> &step, int value) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    Py_BEGIN_ALLOW_THREADS
+    while (step < value && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Py_END_ALLOW_THREADS
+}
+
+uintptr_t page_address(const void *op) { return reinterpret_cast<uintptr_t>(op) >> 16; }  // (64 KiB pages)
+
+// The survivors of a collection stay in the pages lent to the thread that
+// made them (so that it frees them without the heap's lock): another
+// thread's new objects do not go into those pages.
+TEST_F(SharedHeapTest, SurvivorsStayInTheirThreadsPages) {
+    cgc_set_threshold(0, 0);  // (no automatic collection)
+    std::vector<PyObject *> kept;
+    std::atomic<int> step{0};
+    std::thread maker([&] {
+        cgc_heap_set_current(heap_);
+        for (int i = 0; i < 100; ++i) kept.push_back(new_pair());
+        step = 1;
+        wait_detached_for_step(step, 2);
+        for (PyObject *op : kept) Py_DECREF(op);  // (survivors freed by their thread)
+        cgc_heap_set_current(nullptr);
+    });
+    wait_detached_for_step(step, 1);
+    cgc_collect(0);
+    std::set<uintptr_t> survivor_pages;
+    for (PyObject *op : kept) survivor_pages.insert(page_address(op));
+    std::vector<PyObject *> mine;
+    for (int i = 0; i < 100; ++i) mine.push_back(new_pair());
+    int shared = 0;
+    for (PyObject *op : mine) shared += survivor_pages.count(page_address(op)) ? 1 : 0;
+    EXPECT_EQ(shared, 0) << "another thread's objects went into the pages of a thread's survivors";
+    step = 2;
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(maker));
+    join_detached(threads);
+    for (PyObject *op : mine) Py_DECREF(op);
+    expect_all_freed_once();
+}
+
+// Survivors left in a thread's pages (unlisted in generation 1, then old)
+// are still found by the collections of their generation, after their
+// thread untracked and freed others of them without the lock.
+TEST_F(SharedHeapTest, CollectionsFindGarbageAmongSurvivorsInThreadsPages) {
+    cgc_set_threshold(0, 0);  // (no automatic collection)
+    constexpr int kRings = 10;
+    std::vector<PyObject *> rings, chains;
+    std::atomic<int> step{0};
+    std::thread maker([&] {
+        cgc_heap_set_current(heap_);
+        auto make_ring = [] {
+            PyObject *head = new_pair(), *next = new_pair();
+            reinterpret_cast<Pair *>(head)->first = next;
+            reinterpret_cast<Pair *>(next)->first = Py_NewRef(head);
+            return head;
+        };
+        for (int i = 0; i < kRings; ++i) rings.push_back(make_ring());
+        for (int i = 0; i < 50; ++i) {
+            chains.push_back(new_pair());
+            reinterpret_cast<Pair *>(chains.back())->first = new_pair();
+        }
+        step = 1;
+        wait_detached_for_step(step, 2);  // (all survived a collection of generation 0)
+        for (PyObject *op : chains) Py_DECREF(op);  // freed here: 100 survivors untracked
+        for (int i = 0; i < kRings / 2; ++i) Py_DECREF(rings[i]);
+        step = 3;
+        wait_detached_for_step(step, 4);  // (the others survived one of generation 1)
+        for (int i = kRings / 2; i < kRings; ++i) Py_DECREF(rings[i]);
+        step = 5;
+        wait_detached_for_step(step, 6);
+        cgc_heap_set_current(nullptr);
+    });
+    wait_detached_for_step(step, 1);
+    EXPECT_EQ(cgc_collect(0), 0);
+    step = 2;
+    wait_detached_for_step(step, 3);
+    EXPECT_EQ(cgc_collect(1), kRings) << "garbage among generation 1's survivors was missed";
+    step = 4;
+    wait_detached_for_step(step, 5);
+    EXPECT_EQ(cgc_collect(2), kRings) << "garbage among old survivors was missed";
+    step = 6;
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(maker));
+    join_detached(threads);
+    expect_all_freed_once();
+}
+
 // A C++ tree whose destructors, from the 1000th on, each wait 200 us (5 s
 // at most in all) until another thread's collection has run: it must stop
 // the world while this thread is still releasing the tree, between two
