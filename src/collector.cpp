@@ -1330,6 +1330,7 @@ cgc_ssize_t collect_automatic(Heap &heap) {
                        generation.stats.collected - before.collected, generation.stats.total_ns - before.total_ns);
         return found;
     }
+    if (heap.shared) ++heap.stops_not_due;  // (the world stopped for nothing: cgc_pause_stats::not_due)
     return 0;
 }
 

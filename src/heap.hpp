@@ -197,6 +197,7 @@ struct Heap {
     IncrementalCycle incremental;
     PauseHistogram pauses;
     PauseHistogram stops;  // a shared heap's: from a stop's request to the world stopped
+    uint64_t stops_not_due = 0;  // (cgc_pause_stats::not_due)
     bool pause_clock_thread_cpu = false;  // (CYCLEGC_PAUSE_CLOCK=thread: pause_clock_ns)
     cgc_pause_observer pause_observer = nullptr;  // (cgc_set_pause_observer)
     void *pause_observer_context = nullptr;

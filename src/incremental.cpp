@@ -731,6 +731,7 @@ void cgc_reset_pause_stats(void) {
     StateLock guard(heap);
     heap.pauses.reset();
     heap.stops.reset();
+    heap.stops_not_due = 0;
 }
 
 void cgc_get_stop_stats(cgc_pause_stats *out) {
@@ -738,6 +739,7 @@ void cgc_get_stop_stats(cgc_pause_stats *out) {
     Heap &heap = current_heap();
     StateLock guard(heap);
     *out = heap.stops.stats();
+    out->not_due = heap.stops_not_due;
 }
 
 void cgc_set_pause_observer(cgc_pause_observer observer, void *context) {

@@ -84,9 +84,12 @@ Heap *local_heap_here(const Heap &shared) {
 cgc_ssize_t young_count_with_locals(const Heap &shared) {
     cgc_ssize_t count = shared.generations[0].count;
     // (Each owner writes its local count with relaxed atomic stores: an
-    // estimate, exact at a stop, which takes every local heap back.)
+    // estimate, exact at a stop, which takes every local heap back. The
+    // slots other threads freed in its pages count as freed already: its
+    // count goes down only as it releases them.)
     for (Heap *local : shared.shared->locals)
-        count += std::atomic_ref(local->generations[0].count).load(std::memory_order_relaxed) - kLocalCountBias;
+        count += std::atomic_ref(local->generations[0].count).load(std::memory_order_relaxed) - kLocalCountBias -
+                 static_cast<cgc_ssize_t>(local->space.remote_pending());
     return count;
 }
 
@@ -181,7 +184,7 @@ void release_slot(Heap &heap, Page *page, uint32_t index, bool counted) {
     // is refused) until that thread takes it back.
     GcMeta &meta = page->meta[index];
     set_meta_bits(meta, meta_bits(meta) & kMetaObjectOffsetBits);
-    PageSpace::push_remote(page, index);
+    user->space.push_remote(page, index);
 }
 
 }  // namespace cyclegc::internal

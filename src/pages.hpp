@@ -415,9 +415,11 @@ class PageSpace {
     void drain_remote_frees(Released released) {
         for (Page *page : pages_) drain_remote(page, released);
     }
-    // Frees a slot of a page lent to another thread: pushed on its remote
-    // list, for that thread (or a stopped world) to release.
-    static void push_remote(Page *page, uint32_t index) {
+    // Frees a slot of a page lent to another thread (this space's): pushed
+    // on its remote list, for that thread (or a stopped world) to release.
+    void push_remote(Page *page, uint32_t index) {
+        // (Counted first: remote_pending() never misses a pushed slot.)
+        remote_pending_.fetch_add(1, std::memory_order_relaxed);
         uint32_t head = page->remote_free.load(std::memory_order_relaxed);
         do {
             page->shared_counts[index].store(head, std::memory_order_relaxed);
@@ -425,6 +427,9 @@ class PageSpace {
                                                           std::memory_order_relaxed));
     }
     const std::vector<Page *> &borrowed() const { return pages_; }
+    // Slots pushed on the remote lists and not yet released (an estimate
+    // while other threads push).
+    size_t remote_pending() const { return remote_pending_.load(std::memory_order_relaxed); }
 
     // Held by a walk over the pages (page_walk.hpp): pages that empty while
     // walks run stay in place until the last one ends (they nest: a traversal
@@ -466,6 +471,7 @@ class PageSpace {
             uint32_t index = head - 1;
             head = static_cast<uint32_t>(page->shared_counts[index].load(std::memory_order_relaxed));
             release_at(page, index);
+            remote_pending_.fetch_sub(1, std::memory_order_relaxed);
             released();
         }
     }
@@ -502,6 +508,7 @@ class PageSpace {
     bool bounded_release_ = false;
     size_t most_released_at_once_ = 0;
     std::atomic<Parcel *> inbox_{nullptr};  // delivered, not yet received
+    std::atomic<size_t> remote_pending_{0};  // (a local heap's: remote_pending)
     Parcel *arrived_ = nullptr;             // received, objects not yet tracked again
     const Heap *owner_ = nullptr;  // (set by the first new_page)
     // A local heap's: its pages are lent (pages_ lists them), never made or

@@ -678,6 +678,9 @@ typedef struct cgc_pause_stats {
     uint64_t p50_ns;   /* median */
     uint64_t p99_ns;
     uint64_t p999_ns;  /* 99.9th percentile */
+    uint64_t not_due;  /* stops only (cgc_get_stop_stats): those that found no
+                          automatic collection due once every thread's count
+                          was added (0 for pauses) */
 } cgc_pause_stats;
 /* Fills *out with the current heap's pause statistics since it was made or
  * last reset (NULL out does nothing). */

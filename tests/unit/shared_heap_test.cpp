@@ -645,6 +645,58 @@ TEST_F(SharedHeapTest, EveryStopFindsACollectionDueWithAllThreadsCountsAdded) {
     expect_all_freed_once();
 }
 
+// Objects another thread freed in a thread's pages (pushed on their remote
+// lists, released by that thread at its next slow allocation or stop) count
+// as freed: a thread's allocations after it freed another's 600 stop the
+// world only when a collection is due.
+TEST_F(SharedHeapTest, FreesIntoAnotherThreadsPagesKeepTheCountDown) {
+    cgc_set_threshold(0, 700);
+    static PyTypeObject big_type = [] {
+        PyTypeObject type = pair_type_finalized_by("shared_test.BigToo", nullptr);
+        type.tp_itemsize = sizeof(PyObject *);
+        return type;
+    }();
+    ASSERT_EQ(PyType_Ready(&big_type), 0);
+    std::vector<PyObject *> handed;
+    std::atomic<bool> made{false}, shared{false}, dropped{false}, done{false};
+    std::thread maker([&] {
+        cgc_heap_set_current(heap_);
+        for (int i = 0; i < 600; ++i) handed.push_back(new_pair());
+        // (Too large for a fast path: the slow path folds the 600 in.)
+        PyObject *big = reinterpret_cast<PyObject *>(PyObject_GC_NewVar(Pair, &big_type, 1000));
+        reinterpret_cast<Pair *>(big)->first = reinterpret_cast<Pair *>(big)->second = nullptr;
+        reinterpret_cast<Pair *>(big)->state = kAlive;
+        g_made++;
+        handed.push_back(big);
+        made = true;
+        wait_detached_until(shared);
+        for (PyObject *op : handed) Py_DECREF(op);  // (the other thread's references are the last)
+        dropped = true;
+        wait_detached_until(done);  // (its remote lists wait meanwhile)
+        cgc_heap_set_current(nullptr);
+    });
+    wait_detached_until(made);
+    for (PyObject *op : handed) Py_INCREF(op);  // (counted in the shared counts)
+    shared = true;
+    wait_detached_until(dropped);
+    cgc_pause_stats before{};
+    cgc_get_stop_stats(&before);
+    for (PyObject *op : handed) Py_DECREF(op);  // freed here, into the maker's pages
+    ASSERT_EQ(g_freed.load(), 601);
+    std::vector<PyObject *> kept;
+    for (int i = 0; i < 300; ++i) kept.push_back(new_pair());
+    cgc_pause_stats after{};
+    cgc_get_stop_stats(&after);
+    EXPECT_EQ(after.not_due, before.not_due) << "a stop found no collection due: remote frees were not counted";
+    EXPECT_EQ(after.count, before.count) << "300 allocations after 601 frees stopped the world";
+    for (PyObject *op : kept) Py_DECREF(op);
+    done = true;
+    std::vector<std::thread> threads;
+    threads.push_back(std::move(maker));
+    join_detached(threads);
+    expect_all_freed_once();
+}
+
 // Waits (detached, at most 20 s) until `step` reaches `value`.
 void wait_detached_for_step(const std::atomic<int> &step, int value) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
