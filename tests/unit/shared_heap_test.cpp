@@ -603,29 +603,34 @@ uint64_t collections_so_far() {
     return collections;
 }
 
+// A pair with 1000 more pointers: too large for a fast path, so that its
+// allocation's slow path folds the thread's local count in.
+PyObject *new_big_pair() {
+    static PyTypeObject big_type = [] {
+        PyTypeObject type = pair_type_finalized_by("shared_test.Big", nullptr);
+        type.tp_itemsize = sizeof(PyObject *);
+        return type;
+    }();
+    if (PyType_Ready(&big_type) != 0) return nullptr;
+    PyObject *big = reinterpret_cast<PyObject *>(PyObject_GC_NewVar(Pair, &big_type, 1000));
+    reinterpret_cast<Pair *>(big)->first = reinterpret_cast<Pair *>(big)->second = nullptr;
+    reinterpret_cast<Pair *>(big)->state = kAlive;
+    g_made++;
+    return big;
+}
+
 // A thread that counted 600 allocations in the shared heap (its slow path
 // folds its local count in), then freed them on its fast paths, leaves the
 // combined count near 0: another thread's allocations stop the world only
 // when a collection is due with both counts added, and every stop collects.
 TEST_F(SharedHeapTest, EveryStopFindsACollectionDueWithAllThreadsCountsAdded) {
     cgc_set_threshold(0, 700);
-    static PyTypeObject big_type = [] {
-        PyTypeObject type = pair_type_finalized_by("shared_test.Big", nullptr);
-        type.tp_itemsize = sizeof(PyObject *);
-        return type;
-    }();
-    ASSERT_EQ(PyType_Ready(&big_type), 0);
     std::atomic<bool> counted{false}, done{false};
     std::thread other([&] {
         cgc_heap_set_current(heap_);
         std::vector<PyObject *> kept;
         for (int i = 0; i < 600; ++i) kept.push_back(new_pair());
-        // (Too large for a fast path: the slow path folds the 600 in.)
-        PyObject *big = reinterpret_cast<PyObject *>(PyObject_GC_NewVar(Pair, &big_type, 1000));
-        reinterpret_cast<Pair *>(big)->first = reinterpret_cast<Pair *>(big)->second = nullptr;
-        reinterpret_cast<Pair *>(big)->state = kAlive;
-        g_made++;
-        kept.push_back(big);
+        kept.push_back(new_big_pair());  // (its slow path folds the 600 in)
         for (PyObject *op : kept) Py_DECREF(op);
         counted = true;
         wait_detached_until(done);
@@ -651,23 +656,12 @@ TEST_F(SharedHeapTest, EveryStopFindsACollectionDueWithAllThreadsCountsAdded) {
 // world only when a collection is due.
 TEST_F(SharedHeapTest, FreesIntoAnotherThreadsPagesKeepTheCountDown) {
     cgc_set_threshold(0, 700);
-    static PyTypeObject big_type = [] {
-        PyTypeObject type = pair_type_finalized_by("shared_test.BigToo", nullptr);
-        type.tp_itemsize = sizeof(PyObject *);
-        return type;
-    }();
-    ASSERT_EQ(PyType_Ready(&big_type), 0);
     std::vector<PyObject *> handed;
     std::atomic<bool> made{false}, shared{false}, dropped{false}, done{false};
     std::thread maker([&] {
         cgc_heap_set_current(heap_);
         for (int i = 0; i < 600; ++i) handed.push_back(new_pair());
-        // (Too large for a fast path: the slow path folds the 600 in.)
-        PyObject *big = reinterpret_cast<PyObject *>(PyObject_GC_NewVar(Pair, &big_type, 1000));
-        reinterpret_cast<Pair *>(big)->first = reinterpret_cast<Pair *>(big)->second = nullptr;
-        reinterpret_cast<Pair *>(big)->state = kAlive;
-        g_made++;
-        handed.push_back(big);
+        handed.push_back(new_big_pair());  // (its slow path folds the 600 in)
         made = true;
         wait_detached_until(shared);
         for (PyObject *op : handed) Py_DECREF(op);  // (the other thread's references are the last)
