@@ -107,13 +107,17 @@ int64_t merge(cgc_object *op, int64_t extra) {
 // object any more, and it dies without a merge (no atomic write). Only
 // tail calls, so that it saves no registers.
 void release_owned_last(cgc_object *op) {
-    if (shared_count_of(op).load(std::memory_order_acquire) != 0) return merge_zero_local(op);
+    Page *page = page_of(op);
+    uint32_t index = page->index_of(op);
+    if (page->shared_counts[index].load(std::memory_order_acquire) != 0) return merge_zero_local(op);
     const cgc_type *type = op->ob_type;
+    GcMeta &meta = page->meta[index];  // (a shared heap's objects all live in its pages)
     if (type->tp_flags & CGC_TPFLAGS_HAVE_GC) {
         if (type->tp_is_gc) [[unlikely]] return release_owned_last_checked(op);
-        if (meta_of(op).flags & kHasWeakrefs) return merge_zero_local(op);
+        if (meta.flags & kHasWeakrefs) return merge_zero_local(op);
     }
-    die(op);
+    store_word(op, 0);
+    dealloc_shared_at(op, page, meta);
 }
 
 [[gnu::noinline]] void enqueue(cgc_object *op) {

@@ -163,6 +163,8 @@ Heap *local_heap_here(const Heap &shared);
 // confined one, with the thread's trashcan; a C++ object in a page lent to
 // the thread released in one call (dealloc.cpp).
 void dealloc_shared(cgc_object *op);
+// The same with the object's page and GcMeta known.
+void dealloc_shared_at(cgc_object *op, Page *page, GcMeta &meta);
 // Takes a reference to `op` unless its count reached zero (a weak
 // reference's referent, which another thread may be releasing).
 bool try_incref(cgc_object *op);
