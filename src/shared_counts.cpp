@@ -198,6 +198,13 @@ void merge_queue(Heap &heap, Mine mine) {
         if (merge(op, -1) == 0) die(op);
 }
 
+// Counts the thread tagged `tag` among the heap's owners (SharedHeap::sole_owner).
+void note_sole_owner(SharedHeap &shared, uint32_t tag) {
+    uint32_t seen = 0;
+    if (!shared.sole_owner.compare_exchange_strong(seen, tag, std::memory_order_relaxed) && seen != tag)
+        shared.sole_owner.store(SharedHeap::kManyOwners, std::memory_order_relaxed);
+}
+
 // Registers the calling thread as an owner of objects in `heap`, with a tag.
 [[gnu::noinline]] void note_owner(Heap &heap) {
     ThreadOwnership &ownership = t_ownership;
@@ -212,6 +219,7 @@ void merge_queue(Heap &heap, Mine mine) {
         cgc_thread_count_tag = static_cast<uint32_t>(kSharedWordBit >> 32) | tag;
     }
     t_last_shared_heap = &heap;
+    note_sole_owner(*heap.shared, cgc_thread_count_tag);
     if (std::find(ownership.heaps.begin(), ownership.heaps.end(), heap.shared) != ownership.heaps.end()) return;
     ownership.heaps.push_back(heap.shared);
     SharedHeapRegistry &live = registry();
@@ -313,7 +321,11 @@ void merge_all_queues(Heap &heap) {
         merge_queue(heap, [](cgc_object *) { return true; });
 }
 
-void disown_for_clearing(std::vector<cgc_object *> &objects) {
+void disown_for_clearing(const Heap &heap, std::vector<cgc_object *> &objects) {
+    // (Tags are never reused, and a thread tags objects only after it
+    // noted its ownership: then every tagged object is the collecting
+    // thread's, or none is tagged.)
+    if (heap.shared->sole_owner.load(std::memory_order_relaxed) == cgc_thread_count_tag) return;
     for (cgc_object *op : objects) {
         if (!op) continue;
         cgc_ssize_t word = load_word(op);
