@@ -1110,7 +1110,7 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     update_long_lived(heap, generation, found.candidates - unreachable, incremental_final);
 
     bool finalizers = found.maybe_finalizers && move_legacy_finalizers(heap);  // 1e
-    if (heap.is_shared()) disown_for_clearing(heap.unreachable);
+    if (heap.is_shared()) disown_for_clearing(heap, heap.unreachable);
     if (heap.debug_flags & CGC_DEBUG_COLLECTABLE) log_objects(heap, heap.unreachable, "collectable");
 
     // Step 2.

@@ -213,7 +213,8 @@ void destroy_untracked(cgc_object *op, Heap &local, cgc_destructor destroy_and_f
 // page lent to the thread (its local heap `local`) or in the shared heap's
 // own pages (most often a collection's survivor, untracked under the state
 // lock): false (nothing done) for any other, or while a collection runs.
-bool release_shared_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+// (Out of line: the C API's deaths in dealloc_shared_other pass it by.)
+[[gnu::noinline]] bool release_shared_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
     Page *page = page_of(op);
     GcMeta &meta = page->meta[page->index_of(op)];
     Heap *heap = page_heap(page);
@@ -231,22 +232,46 @@ bool release_shared_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_
     return true;
 }
 
+// dealloc_shared_at's deallocations, inside the thread's trashcan: a C++
+// object in a page lent to the thread, untracked already, and any other.
+// Out of line, so that the tests before them save no registers.
+[[gnu::noinline]] void release_lent_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+    Trashcan &trashcan = t_shared_trashcan;
+    ++trashcan.depth;
+    destroy_untracked(op, local, destroy_and_free);
+    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+}
+
+[[gnu::noinline]] void dealloc_shared_other(cgc_object *op, Heap &local, cgc_destructor destroy_cxx) {
+    Trashcan &trashcan = t_shared_trashcan;
+    ++trashcan.depth;
+    if (!destroy_cxx || !release_shared_cxx(op, local, destroy_cxx)) destroy(op);
+    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+}
+
 }  // namespace
 
 // (A thread with a local heap runs while no collection analyses the graph:
 // the analysis runs with the world stopped. A collection's member dying
 // meanwhile, from a finalizer, takes destroy's general path.)
-void dealloc_shared(cgc_object *op) {
+void dealloc_shared_at(cgc_object *op, Page *page, GcMeta &meta) {
     Heap *local = t_current_heap;
-    Trashcan &trashcan = t_shared_trashcan;
-    if (!local || !local->is_local() || trashcan.depth >= kMaxDeallocDepth) {
-        cgc_dealloc(op);
-        return;
-    }
-    ++trashcan.depth;
+    // (The shared heap made current by a stopped world goes the general way.)
+    if (!local || !local->is_local() || t_shared_trashcan.depth >= kMaxDeallocDepth) [[unlikely]]
+        return cgc_dealloc(op);
     cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy;
-    if (!destroy_cxx || !release_shared_cxx(op, *local, destroy_cxx)) destroy(op);
-    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    // A C++ object in a page lent to this thread, the common case, tested
+    // here with the page and slot known. (The flags of a page lent to
+    // another thread are not read: its thread writes them unlocked.)
+    if (destroy_cxx && page_heap(page) == local && !(meta.flags & (kHeld | kHasWeakrefs)) &&
+        (!(meta.flags & kTracked) || untrack_private(meta))) [[likely]]
+        return release_lent_cxx(op, *local, destroy_cxx);
+    dealloc_shared_other(op, *local, destroy_cxx);
+}
+
+void dealloc_shared(cgc_object *op) {
+    Page *page = page_of(op);
+    dealloc_shared_at(op, page, page->meta[page->index_of(op)]);
 }
 
 // A count reached zero inside tp_traverse. Freeing a tracked object there

@@ -107,13 +107,17 @@ int64_t merge(cgc_object *op, int64_t extra) {
 // object any more, and it dies without a merge (no atomic write). Only
 // tail calls, so that it saves no registers.
 void release_owned_last(cgc_object *op) {
-    if (shared_count_of(op).load(std::memory_order_acquire) != 0) return merge_zero_local(op);
+    Page *page = page_of(op);
+    uint32_t index = page->index_of(op);
+    if (page->shared_counts[index].load(std::memory_order_acquire) != 0) return merge_zero_local(op);
     const cgc_type *type = op->ob_type;
+    GcMeta &meta = page->meta[index];  // (a shared heap's objects all live in its pages)
     if (type->tp_flags & CGC_TPFLAGS_HAVE_GC) {
         if (type->tp_is_gc) [[unlikely]] return release_owned_last_checked(op);
-        if (meta_of(op).flags & kHasWeakrefs) return merge_zero_local(op);
+        if (meta.flags & kHasWeakrefs) return merge_zero_local(op);
     }
-    die(op);
+    store_word(op, 0);
+    dealloc_shared_at(op, page, meta);
 }
 
 [[gnu::noinline]] void enqueue(cgc_object *op) {
@@ -194,6 +198,13 @@ void merge_queue(Heap &heap, Mine mine) {
         if (merge(op, -1) == 0) die(op);
 }
 
+// Counts the thread tagged `tag` among the heap's owners (SharedHeap::sole_owner).
+void note_sole_owner(SharedHeap &shared, uint32_t tag) {
+    uint32_t seen = 0;
+    if (!shared.sole_owner.compare_exchange_strong(seen, tag, std::memory_order_relaxed) && seen != tag)
+        shared.sole_owner.store(SharedHeap::kManyOwners, std::memory_order_relaxed);
+}
+
 // Registers the calling thread as an owner of objects in `heap`, with a tag.
 [[gnu::noinline]] void note_owner(Heap &heap) {
     ThreadOwnership &ownership = t_ownership;
@@ -208,6 +219,7 @@ void merge_queue(Heap &heap, Mine mine) {
         cgc_thread_count_tag = static_cast<uint32_t>(kSharedWordBit >> 32) | tag;
     }
     t_last_shared_heap = &heap;
+    note_sole_owner(*heap.shared, cgc_thread_count_tag);
     if (std::find(ownership.heaps.begin(), ownership.heaps.end(), heap.shared) != ownership.heaps.end()) return;
     ownership.heaps.push_back(heap.shared);
     SharedHeapRegistry &live = registry();
@@ -309,7 +321,11 @@ void merge_all_queues(Heap &heap) {
         merge_queue(heap, [](cgc_object *) { return true; });
 }
 
-void disown_for_clearing(std::vector<cgc_object *> &objects) {
+void disown_for_clearing(const Heap &heap, std::vector<cgc_object *> &objects) {
+    // (Tags are never reused, and a thread tags objects only after it
+    // noted its ownership: then every tagged object is the collecting
+    // thread's, or none is tagged.)
+    if (heap.shared->sole_owner.load(std::memory_order_relaxed) == cgc_thread_count_tag) return;
     for (cgc_object *op : objects) {
         if (!op) continue;
         cgc_ssize_t word = load_word(op);

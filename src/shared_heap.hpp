@@ -43,6 +43,11 @@ struct SharedHeap {
     std::mutex queue_lock;
     std::vector<cgc_object *> queue;
     std::atomic<size_t> queued{0};  // queue.size(), read without the lock
+    // The tag of the one thread that ever owned objects here (note_owner),
+    // kManyOwners once another did (never back: an exiting thread may leave
+    // owned objects in pages lent to others), 0 before any.
+    static constexpr uint32_t kManyOwners = UINT32_MAX;
+    std::atomic<uint32_t> sole_owner{0};
 
     SharedHeap();
     ~SharedHeap();
@@ -81,7 +86,9 @@ inline std::atomic<int64_t> &shared_count_of(const cgc_object *op) {
 // by the calling thread, its count moved into the local count, the shared
 // count zero. Merges the calling thread's queue when it has entries.
 void init_shared_object_slow(Heap &heap, cgc_object *op);
-// The shared heap the calling thread last allocated in (it has a tag).
+// The shared heap the calling thread last allocated in (it has a tag);
+// null again at each attachment to a heap, so that a heap made at the
+// address of a deleted one is noted (note_owner) at its first allocation.
 extern constinit thread_local const Heap *t_last_shared_heap __attribute__((tls_model("initial-exec")));
 // The shared count of the slot whose GcMeta is `meta`: for the allocation
 // paths, which know the slot's index (shared_count_of computes it).
@@ -125,7 +132,8 @@ void merge_all_queues(Heap &heap);
 // collecting thread's own objects keep their owner: its clearing counts
 // them with plain stores, and no other thread can reach garbage (one a
 // finalizer resurrects and hands over is counted as any shared object).
-void disown_for_clearing(std::vector<cgc_object *> &objects);
+// Nothing to do when the collecting thread is the heap's sole owner.
+void disown_for_clearing(const Heap &heap, std::vector<cgc_object *> &objects);
 // ---- Local heaps (local_heaps.cpp): an attached thread's part of a shared
 // heap, used by its fast paths without the state lock: pages lent to it,
 // the objects it tracked there (kPrivateYoung, in no list), its count of
@@ -166,6 +174,8 @@ Heap *local_heap_here(const Heap &shared);
 // confined one, with the thread's trashcan; a C++ object in a page lent to
 // the thread released in one call (dealloc.cpp).
 void dealloc_shared(cgc_object *op);
+// The same with the object's page and GcMeta known.
+void dealloc_shared_at(cgc_object *op, Page *page, GcMeta &meta);
 // Takes a reference to `op` unless its count reached zero (a weak
 // reference's referent, which another thread may be releasing).
 bool try_incref(cgc_object *op);

@@ -111,6 +111,7 @@ void attach_to(Heap *heap) {
     enter_running(shared, world);
     self.heap = heap;
     t_attached_heap = heap;
+    t_last_shared_heap = nullptr;
     self.local = make_local_heap(*heap);
     if (self.local) {
         try {

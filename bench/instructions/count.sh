@@ -1,6 +1,7 @@
 #!/bin/bash
 # Instructions per iteration of the hot loops (callgrind: the difference
-# between two sizes, so start-up and set-up cancel out), for cyclegc and,
+# between two sizes, so start-up and set-up cancel out), for cyclegc (its C
+# and C++ loops, confined and on a shared heap's owner thread) and,
 # if Debian's libpython3-dev is installed, for the same loops against
 # CPython's static core (as the micro-benchmarks link it):
 #   bench/instructions/count.sh [LIBCYCLEGC.a]   (default build/bench-release/libcyclegc.a)
@@ -13,6 +14,7 @@ command -v valgrind > /dev/null || { echo "count.sh: needs valgrind" >&2; exit 1
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cc -std=c11 -O2 -I"$here/../../include" "$here/driver.c" "$lib" -lstdc++ -lm -o "$out/cyclegc"
+c++ -std=c++20 -O2 -I"$here/../../include" "$here/cpp_driver.cpp" "$lib" -lpthread -o "$out/cpp"
 drivers=(cyclegc)
 python=/usr/bin/python3
 if [ -x "$python-config" ]; then
@@ -36,6 +38,12 @@ for driver in "${drivers[@]}"; do
         echo "$driver: the same on a shared heap (its one thread): $(( (b - a) / 100000 )) per object"
         a=$(count cycles-shared 100000); b=$(count cycles-shared 200000)
         echo "$driver: 2-cycle loop on a shared heap: $(( (b - a) / 100000 )) per cycle"
+        for loop in make copy; do
+            for heap in confined shared; do
+                a=$(driver=cpp count $loop 100000 $heap); b=$(driver=cpp count $loop 200000 $heap)
+                echo "C++: $loop (+ release), $heap heap: $(( (b - a) / 100000 )) per iteration"
+            done
+        done
     fi
     a=$(count tree 200000 1); b=$(count tree 200000 3)
     echo "$driver: full collection of a live binary tree: $(( (b - a) / 400000 )) per object"
