@@ -695,9 +695,10 @@ void validate_heap(Heap &heap, const char *when);
 cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final = false);
 cgc_ssize_t collect_automatic(Heap &heap);
 // The incremental cycle's clear step: clears its garbage until `deadline`
-// (pause_clock_ns; 0: to the end), visiting at least `least` entries.
-// Returns true when it ended (the collection reported, the cycle over).
-bool clear_garbage_slice(Heap &heap, uint64_t deadline, uint64_t least);
+// (on the pause clock, read through `clock`; 0: to the end), visiting at
+// least `least` entries. Returns true when it ended (the collection
+// reported, the cycle over).
+bool clear_garbage_slice(Heap &heap, SliceClock &clock, uint64_t deadline, uint64_t least);
 // The adaptive schedule's decision after an automatic collection of
 // `generation` that examined `examined` objects, freed `collected` and took
 // `ns`.

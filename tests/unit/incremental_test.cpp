@@ -5,7 +5,9 @@
 
 #include <cyclegc/cyclegc.hpp>
 
+#include <chrono>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 using namespace cgc_test;
@@ -665,6 +667,27 @@ TEST(PauseHistogram, PercentilesFromKnownPauses) {
     EXPECT_EQ(histogram.percentile(1.0), 1'000'000u);  // capped at the maximum
     histogram.reset();
     EXPECT_EQ(histogram.stats().count, 0u);
+}
+
+// A slice's deadlines on the thread's CPU clock, checked through the
+// monotonic one: time the thread spends asleep does not bring them closer.
+TEST(SliceClock, ThreadDeadlinesIgnoreTimeAsleep) {
+    gci::SliceClock clock(true);
+    uint64_t deadline = clock.start() + 2'000'000;  // 2 ms of CPU time
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(clock.reached(deadline));
+    EXPECT_LT(clock.elapsed(), 2'000'000u);
+    volatile uint64_t spin = 0;
+    while (!clock.reached(deadline)) spin = spin + 1;
+    EXPECT_GE(clock.elapsed(), 2'000'000u);
+    EXPECT_GE(clock.elapsed_upper_bound(), clock.elapsed());
+}
+
+TEST(SliceClock, MonotonicDeadlinesCountTimeAsleep) {
+    gci::SliceClock clock(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    EXPECT_TRUE(clock.reached(clock.start() + 2'000'000));
+    EXPECT_GE(clock.elapsed(), 2'000'000u);
 }
 
 TEST_F(IncrementalTest, EveryCollectionIsAPause) {
