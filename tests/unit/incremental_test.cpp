@@ -406,6 +406,34 @@ TEST_F(IncrementalTest, AutomaticCyclesFreeOldGarbage) {
     for (Node *node : kept) cgc_decref(obj(node));
 }
 
+// With a budget and the default schedule, generation 1 due but too large to
+// collect within half of it joins generation 2 unexamined (the next cycle
+// examines it in slices), counted toward that cycle, and only generation 0
+// is collected.
+TEST_F(IncrementalTest, GenerationOneTooLargeForTheBudgetIsPromotedUnexamined) {
+    Node *old = old_chain(30000);  // (young objects stay listed while the old ones are more)
+    cgc_set_pause_budget(100'000);
+    std::vector<Node *> middle;
+    for (int i = 0; i < 10000; ++i) middle.push_back(new_node(i));
+    for (int i = 0; i <= 10; ++i) cgc_collect(0);  // (generation 1 due: 11 collections of generation 0)
+    ASSERT_EQ(tracked_in(1), 10000);
+    uint64_t middle_collections = stats_of(1).collections, young_collections = stats_of(0).collections;
+    cgc_ssize_t pending = heap_state().long_lived_pending;
+    cgc_enable();
+    std::vector<Node *> young;
+    for (int i = 0; i < 800 && stats_of(0).collections == young_collections; ++i) young.push_back(new_node(i));
+    cgc_disable();
+    EXPECT_EQ(stats_of(0).collections, young_collections + 1);
+    EXPECT_EQ(stats_of(1).collections, middle_collections) << "generation 1 was collected";
+    for (Node *node : middle) EXPECT_EQ(generation_of(node), 2);
+    EXPECT_EQ(heap_state().long_lived_pending, pending + 10000);
+    EXPECT_EQ(tracked_in(0) + tracked_in(1), static_cast<cgc_ssize_t>(young.size()));
+    cgc_set_pause_budget(0);
+    for (Node *node : middle) cgc_decref(obj(node));
+    for (Node *node : young) cgc_decref(obj(node));
+    cgc_decref(obj(old));
+}
+
 TEST_F(IncrementalTest, FinalizersRunOnce) {
     Node *live = old_chain(2000);
     Node *f = new_node(&final_node_type, 1);
