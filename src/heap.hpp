@@ -177,6 +177,10 @@ struct Heap {
     // there. The generation-1 objects the last collection of generation 1
     // examined (besides generation 0's), set as it starts.
     int young_shift_floor = 0;
+    // With a pause budget, the shifts the findings alone set, as without one
+    // (schedule.cpp, cycle_due).
+    int unbudgeted_shift[2] = {0, 0};
+    int unbudgeted_shift_floor = 0;
     size_t promoted_examined = 0;
     Phase phase = Phase::idle;
     // A tp_traverse reported an exception (cgc_report_unraisable) during the
@@ -705,6 +709,9 @@ bool clear_garbage_slice(Heap &heap, SliceClock &clock, uint64_t deadline, uint6
 void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected, uint64_t ns);
 // Whether generation g (> 0) is due: its count is over its effective threshold.
 bool generation_due(const Heap &heap, int g);
+// With a pause budget: whether generation 2 is due, its count weighed by the
+// allocations the young collections it counts would span without the budget.
+bool cycle_due(const Heap &heap);
 // Called when a GC object is allocated: counts it, may collect.
 void note_gc_allocation(Heap &heap);
 // A slot of `size` bytes from the heap's pages, counted as an allocation

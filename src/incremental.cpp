@@ -701,7 +701,7 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     }
     // Where a full collection would run, a cycle starts (over generation 2:
     // the young garbage of this moment is the young collections' to free).
-    if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
+    if (!cycle.running() && cycle_due(heap) && heap.long_lived_pending >= heap.long_lived_total / 4)
         begin_cycle(heap);
     if (!cycle.running() && leftovers(heap)) release_leftovers_slice(heap);
     if (cycle.running()) {

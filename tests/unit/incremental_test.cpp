@@ -434,6 +434,24 @@ TEST_F(IncrementalTest, GenerationOneTooLargeForTheBudgetIsPromotedUnexamined) {
     cgc_decref(obj(old));
 }
 
+// Under a budget generation 0's threshold stays within it, lower than its
+// findings would set: the young collections that generation 2's count
+// counts span fewer allocations, and a cycle waits for that many more.
+TEST_F(IncrementalTest, CyclesAreDueAsFullCollectionsWouldBeWithoutTheBudget) {
+    gci::Heap &heap = heap_state();
+    heap.generations[2].count = 11;  // (over its threshold, 10)
+    EXPECT_TRUE(gci::cycle_due(heap));
+    heap.unbudgeted_shift[0] = 6;  // the findings: 64 x 700
+    heap.shift[0] = 2;             // the budget: 4 x 700, 16 times more collections
+    EXPECT_FALSE(gci::cycle_due(heap));
+    heap.generations[2].count = 10 * 16;
+    EXPECT_FALSE(gci::cycle_due(heap));
+    heap.generations[2].count = 10 * 16 + 1;
+    EXPECT_TRUE(gci::cycle_due(heap));
+    heap.shift[0] = heap.unbudgeted_shift[0] = 0;
+    heap.generations[2].count = 0;
+}
+
 TEST_F(IncrementalTest, FinalizersRunOnce) {
     Node *live = old_chain(2000);
     Node *f = new_node(&final_node_type, 1);
