@@ -1176,7 +1176,7 @@ void report_collection(Heap &heap, int generation, const Outcome &outcome, uint6
 // untracked (forget_listed), with the clock read every few entries.
 
 struct ClearClock {
-    bool thread_cpu;
+    SliceClock &clock;
     uint64_t deadline;  // (0: no deadline)
     uint64_t least;     // entries visited before the clock may stop the slice
     uint64_t visited = 0;
@@ -1186,7 +1186,7 @@ struct ClearClock {
         uint64_t before = visited;
         visited += cost;
         if (deadline == 0 || visited < least || before / every == visited / every) return false;
-        return pause_clock_ns(thread_cpu) >= deadline;
+        return clock.reached(deadline);
     }
 };
 
@@ -1284,14 +1284,14 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     return outcome.collected + outcome.uncollectable;
 }
 
-bool clear_garbage_slice(Heap &heap, uint64_t deadline, uint64_t least) {
+bool clear_garbage_slice(Heap &heap, SliceClock &slice_clock, uint64_t deadline, uint64_t least) {
     expect_phase(heap, Phase::idle);
     IncrementalCycle &cycle = heap.incremental;
-    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    uint64_t start = slice_clock.elapsed();
     heap.phase = Phase::clearing;
-    ClearClock clock{heap.pause_clock_thread_cpu, deadline, least};
+    ClearClock clock{slice_clock, deadline, least};
     bool done = clear_some(heap, clock) && keep_some_survivors(heap, clock);
-    cycle.pending.ns += pause_clock_ns(heap.pause_clock_thread_cpu) - start;
+    cycle.pending.ns += slice_clock.elapsed() - start;
     cycle.notify(IncrementalEvent::cleared);
     if (!done) {
         heap.phase = Phase::idle;

@@ -373,6 +373,7 @@ void cgc_set_threshold(int generation, cgc_ssize_t threshold) {
     // The user's thresholds are honoured exactly, as CPython's.
     heap.adaptive = false;
     heap.shift[0] = heap.shift[1] = heap.young_shift_floor = 0;
+    heap.unbudgeted_shift[0] = heap.unbudgeted_shift[1] = heap.unbudgeted_shift_floor = 0;
     heap.set_threshold(generation, threshold);
 }
 

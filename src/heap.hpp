@@ -177,6 +177,10 @@ struct Heap {
     // there. The generation-1 objects the last collection of generation 1
     // examined (besides generation 0's), set as it starts.
     int young_shift_floor = 0;
+    // With a pause budget, the shifts the findings alone set, as without one
+    // (schedule.cpp, cycle_due).
+    int unbudgeted_shift[2] = {0, 0};
+    int unbudgeted_shift_floor = 0;
     size_t promoted_examined = 0;
     Phase phase = Phase::idle;
     // A tp_traverse reported an exception (cgc_report_unraisable) during the
@@ -719,15 +723,19 @@ void validate_heap(Heap &heap, const char *when);
 cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final = false);
 cgc_ssize_t collect_automatic(Heap &heap);
 // The incremental cycle's clear step: clears its garbage until `deadline`
-// (pause_clock_ns; 0: to the end), visiting at least `least` entries.
-// Returns true when it ended (the collection reported, the cycle over).
-bool clear_garbage_slice(Heap &heap, uint64_t deadline, uint64_t least);
+// (on the pause clock, read through `clock`; 0: to the end), visiting at
+// least `least` entries. Returns true when it ended (the collection
+// reported, the cycle over).
+bool clear_garbage_slice(Heap &heap, SliceClock &clock, uint64_t deadline, uint64_t least);
 // The adaptive schedule's decision after an automatic collection of
 // `generation` that examined `examined` objects, freed `collected` and took
 // `ns`.
 void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t collected, uint64_t ns);
 // Whether generation g (> 0) is due: its count is over its effective threshold.
 bool generation_due(const Heap &heap, int g);
+// With a pause budget: whether generation 2 is due, its count weighed by the
+// allocations the young collections it counts would span without the budget.
+bool cycle_due(const Heap &heap);
 // Called when a GC object is allocated: counts it, may collect.
 void note_gc_allocation(Heap &heap);
 // A slot of `size` bytes from the heap's pages, counted as an allocation

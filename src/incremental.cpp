@@ -60,7 +60,7 @@ constexpr uint8_t kIncrMarks = kIncrCandidate | kIncrMarked | kIncrListed;
 // work is done, or past its hard deadline (the rest of the least work is
 // then the cycle's debt).
 struct Slice {
-    bool thread_cpu;  // the heap's pause clock
+    SliceClock &clock;
     uint64_t deadline;
     uint64_t hard_deadline;  // (UINT64_MAX: none)
     bool bounded;
@@ -68,15 +68,15 @@ struct Slice {
     uint64_t done = 0;
     uint64_t next_check = kFirstCheck;
 
-    Slice(const Heap &heap, uint64_t start, uint64_t ns, uint64_t least, uint64_t hard_ns)
-        : thread_cpu(heap.pause_clock_thread_cpu), deadline(start + ns),
-          hard_deadline(hard_ns ? start + hard_ns : UINT64_MAX), bounded(ns != 0), least_work(least) {}
+    Slice(SliceClock &slice_clock, uint64_t ns, uint64_t least, uint64_t hard_ns)
+        : clock(slice_clock), deadline(slice_clock.start() + ns),
+          hard_deadline(hard_ns ? slice_clock.start() + hard_ns : UINT64_MAX), bounded(ns != 0),
+          least_work(least) {}
     bool out_of_time() {
         if (done < next_check) return false;
         next_check = done + kClockEvery;
-        if (!bounded) return false;
-        uint64_t now = pause_clock_ns(thread_cpu);
-        return now >= deadline && (done >= least_work || now >= hard_deadline);
+        if (!bounded || !clock.reached(deadline)) return false;
+        return done >= least_work || clock.reached(hard_deadline);
     }
 };
 
@@ -365,6 +365,40 @@ bool young_outlasts(const Heap &heap, uint64_t ns) {
     return static_cast<double>(young) * std::max(heap.incremental.young_ns_per_object, 50.0) > static_cast<double>(ns);
 }
 
+// A pause that is no collection of its own, counted in `generation`'s time.
+void record_pause_of(Heap &heap, int generation, uint64_t took, cgc_pause_kind kind) {
+    heap.record_pause(took, kind);
+    cgc_generation_stats &stats = heap.generations[generation].stats;
+    stats.total_ns += took;
+    stats.max_pause_ns = std::max(stats.max_pause_ns, took);
+}
+
+// Under a budget, generation 1 due but too large to collect within half
+// of it (a program building long-lived data: its young collections find
+// nothing, and generation 1 gathers the survivors of ten, 60,000 to 120,000
+// objects, 2 to 8 ms): its objects join generation 2 unexamined instead,
+// counted toward the next cycle, which examines them in slices; generation
+// 2's count advances as after a collection of generation 1. Returns false
+// (nothing done) if generation 1 fits, or has unlisted objects, or the
+// thresholds were set (CPython's schedule, exactly).
+bool promote_generation_one(Heap &heap) {
+    if (!heap.adaptive || heap.young_unlisted[1] != 0) return false;
+    if (!young_outlasts(heap, heap.incremental.budget_ns / 2)) return false;
+    SliceClock clock(heap.pause_clock_thread_cpu);
+    for (cgc_object *op : heap.young[1]) {
+        GcMeta &meta = meta_of(op);
+        meta.generation = 2;
+        meta.word = 0;  // (as place_in_generation)
+        meta.schedule = kPromotedPending;  // (as a survivor of generation 1: count_long_lived)
+        ++heap.long_lived_pending;
+    }
+    heap.young[1].clear();
+    heap.generations[1].count = 0;
+    heap.generations[2].count++;
+    record_pause_of(heap, 1, clock.elapsed(), CGC_PAUSE_YOUNG);
+    return true;
+}
+
 // Starts a cycle over the objects in generation 2 now.
 void begin_cycle(Heap &heap) {
     IncrementalCycle &cycle = heap.incremental;
@@ -418,8 +452,6 @@ bool analyse(Heap &heap, Slice &slice) {
     }
 }
 
-uint64_t elapsed_ns(const Heap &heap, uint64_t since) { return pause_clock_ns(heap.pause_clock_thread_cpu) - since; }
-
 // Whether a part with a living member is left for step F (the batch cursor
 // moved past the entries that cannot start one).
 bool parts_left(IncrementalCycle &cycle) {
@@ -434,12 +466,7 @@ bool parts_left(IncrementalCycle &cycle) {
 }
 
 // A slice's pause, counted as the full collections' time.
-void record_slice(Heap &heap, uint64_t took, cgc_pause_kind kind) {
-    heap.record_pause(took, kind);
-    cgc_generation_stats &stats = heap.generations[2].stats;
-    stats.total_ns += took;
-    stats.max_pause_ns = std::max(stats.max_pause_ns, took);
-}
+void record_slice(Heap &heap, uint64_t took, cgc_pause_kind kind) { record_pause_of(heap, 2, took, kind); }
 
 // Whether the last cycle left work for slices of their own: retired lists
 // to free, emptied pages to release.
@@ -448,10 +475,10 @@ bool leftovers(Heap &heap) { return !heap.incremental.retired.empty() || heap.sp
 // A slice that only frees what the last cycle left (leftovers), counted as
 // the cycles' slices are.
 void release_leftovers_slice(Heap &heap) {
-    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
+    SliceClock clock(heap.pause_clock_thread_cpu);
     trim_retired(heap.incremental);
     heap.space.release_emptied_step();
-    record_slice(heap, elapsed_ns(heap, start), CGC_PAUSE_SLICE);
+    record_slice(heap, clock.elapsed(), CGC_PAUSE_SLICE);
 }
 
 // The final step's analysis (collect's) on cycle.batch.
@@ -469,8 +496,9 @@ void prove_batch(Heap &heap) {
 // At least `least` objects are proven (the step keeps up with the
 // allocations, as the others do), unless that would take the slice past
 // its hard deadline (`hard` ns after its start): `proven` says how many were.
-bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, uint64_t hard, size_t least, size_t &proven) {
+bool prove_batches(Heap &heap, SliceClock &clock, uint64_t ns, uint64_t hard, size_t least, size_t &proven) {
     IncrementalCycle &cycle = heap.incremental;
+    auto past = [&](uint64_t after) { return after != UINT64_MAX && clock.reached(clock.start() + after); };
     for (bool first = true;; first = false) {
         if (!parts_left(cycle)) {
             // (Nothing gathered: the collection is run all the same, empty, so
@@ -478,8 +506,8 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, uint64_t hard, size_
             if (!cycle.pending.started) prove_batch(heap);
             return true;
         }
-        uint64_t spent = elapsed_ns(heap, start);
-        if (ns && spent >= ns && !first && (proven >= least || spent >= hard)) return false;
+        if (ns && !first && past(ns) && (proven >= least || past(hard))) return false;
+        uint64_t spent = clock.elapsed_upper_bound();
         // (Half the time left: what a batch costs per object varies twofold.)
         auto fitting = [&](uint64_t until) {
             double left = static_cast<double>(until - std::min(until, spent));
@@ -490,9 +518,9 @@ bool prove_batches(Heap &heap, uint64_t start, uint64_t ns, uint64_t hard, size_
         if (!take_batch(heap, limit)) return true;
         proven += cycle.batch.size();
         auto objects = static_cast<double>(cycle.batch.size());
-        uint64_t began = pause_clock_ns(heap.pause_clock_thread_cpu);
+        uint64_t began = clock.elapsed_upper_bound();
         prove_batch(heap);
-        double per_object = static_cast<double>(elapsed_ns(heap, began)) / objects;
+        double per_object = static_cast<double>(clock.elapsed_upper_bound() - began) / objects;
         cycle.ns_per_object = std::max(1.0, 0.75 * cycle.ns_per_object + 0.25 * per_object);
     }
 }
@@ -554,7 +582,8 @@ void abandon_cycle(Heap &heap) {
         // Garbage proven, finalized: it is cleared, and the cycle reported.
         drop_gathered(cycle);
         cycle.step = IncrementalStep::clear;
-        clear_garbage_slice(heap, 0, 0);
+        SliceClock clock(heap.pause_clock_thread_cpu);
+        clear_garbage_slice(heap, clock, 0, 0);
         return;
     }
     if (cycle.step >= IncrementalStep::group) {
@@ -600,29 +629,31 @@ bool take_batch(Heap &heap, size_t limit) {
     return !batch.empty();
 }
 
-int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
+void prepare_cycle(Heap &heap, uint64_t ns) {
     IncrementalCycle &cycle = heap.incremental;
     heap.space.bound_release(cycle.budget_ns != 0);
-    if (!cycle.running()) {
-        // The young generations first: the cycle then examines every object
-        // tracked now, so that the garbage of this moment is freed when it
-        // ends. Unless collecting them would outlast the slice (a program
-        // that built its data with collections off): then step A takes them
-        // in as candidates, a slice's worth at a time.
-        bool adopt = young_outlasts(heap, ns);
-        if (!adopt) collect(heap, 1);
-        begin_cycle(heap);
-        cycle.adopt_young = adopt;
-    }
-    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
-    Slice slice(heap, start, ns, least_work, hard_ns);
+    if (cycle.running()) return;
+    // The young generations first: the cycle then examines every object
+    // tracked now, so that the garbage of this moment is freed when it
+    // ends. Unless collecting them would outlast the slice (a program
+    // that built its data with collections off): then step A takes them
+    // in as candidates, a slice's worth at a time.
+    bool adopt = young_outlasts(heap, ns);
+    if (!adopt) collect(heap, 1);
+    begin_cycle(heap);
+    cycle.adopt_young = adopt;
+}
+
+int run_slice(Heap &heap, SliceClock &clock, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
+    IncrementalCycle &cycle = heap.incremental;
+    Slice slice(clock, ns, least_work, hard_ns);
     trim_retired(cycle);
     heap.space.release_emptied_step();  // (pages emptied while the last walks ran)
-    uint64_t deadline = ns ? start + ns : 0;
+    uint64_t deadline = ns ? clock.start() + ns : 0;
     bool finished = false;
     if (cycle.step == IncrementalStep::clear) {
         // (Garbage is cleared at least as fast as objects are allocated.)
-        finished = clear_garbage_slice(heap, deadline, least_work / kWorkPerAllocation);
+        finished = clear_garbage_slice(heap, clock, deadline, least_work / kWorkPerAllocation);
         cycle.debt = 0;
     } else {
         // Step F starts a slice of its own (unless the slice is unbounded):
@@ -634,17 +665,16 @@ int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns) {
         size_t least_proven = least_work / kUnitsPerProven, proven = 0;
         uint64_t hard = hard_ns ? hard_ns : UINT64_MAX;
         bool analysed = analyse(heap, slice);
-        if (analysed && (proving || ns == 0) && prove_batches(heap, start, ns, hard, least_proven, proven)) {
+        if (analysed && (proving || ns == 0) && prove_batches(heap, clock, ns, hard, least_proven, proven)) {
             release_gathered(cycle);  // (every entry taken by a batch: none to unmark)
             cycle.step = IncrementalStep::clear;
-            finished = clear_garbage_slice(heap, deadline, 0);
+            finished = clear_garbage_slice(heap, clock, deadline, 0);
         }
         slice.done += proven * kUnitsPerProven;
         cycle.debt = least_work > slice.done && !finished ? least_work - slice.done : 0;
     }
     cycle.count_at_slice = heap.generations[0].count;
-    uint64_t took = elapsed_ns(heap, start);
-    record_slice(heap, took, finished ? CGC_PAUSE_LAST_SLICE : CGC_PAUSE_SLICE);
+    record_slice(heap, clock.elapsed(), finished ? CGC_PAUSE_LAST_SLICE : CGC_PAUSE_SLICE);
     return finished ? 1 : 0;
 }
 
@@ -653,8 +683,8 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     Generation &young = heap.generations[0];
     cgc_ssize_t allocated = std::max<cgc_ssize_t>(young.count - cycle.count_at_slice, 0);
     heap.space.bound_release(true);  // (only a heap that runs slices: not a shared heap's)
-    uint64_t start = pause_clock_ns(heap.pause_clock_thread_cpu);
     cgc_ssize_t found = 0;
+    uint64_t spent = 0;  // (by the young collection)
     // The young collection due, as collect_automatic would run it.
     heap.apply_young_threshold();
     // (Or its list: the count is allocations minus deallocations, and the
@@ -662,20 +692,19 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     // held the count near 0 while generation 0 grew to 30,000 objects.)
     auto listed = static_cast<cgc_ssize_t>(heap.young_count(0));
     if (young.count > young.threshold || listed > young.threshold) {
-        int g = generation_due(heap, 1) ? 1 : 0;
+        int g = generation_due(heap, 1) && !promote_generation_one(heap) ? 1 : 0;
         cgc_generation_stats before = heap.generations[g].stats;
         found = collect(heap, g);
         const cgc_generation_stats &after = heap.generations[g].stats;
-        adapt_schedule(heap, g, after.examined - before.examined, after.collected - before.collected,
-                       after.total_ns - before.total_ns);
+        spent = after.total_ns - before.total_ns;
+        adapt_schedule(heap, g, after.examined - before.examined, after.collected - before.collected, spent);
     }
     // Where a full collection would run, a cycle starts (over generation 2:
     // the young garbage of this moment is the young collections' to free).
-    if (!cycle.running() && generation_due(heap, 2) && heap.long_lived_pending >= heap.long_lived_total / 4)
+    if (!cycle.running() && cycle_due(heap) && heap.long_lived_pending >= heap.long_lived_total / 4)
         begin_cycle(heap);
     if (!cycle.running() && leftovers(heap)) release_leftovers_slice(heap);
     if (cycle.running()) {
-        uint64_t spent = elapsed_ns(heap, start);
         // (Aimed at 2/5 of the budget: a slice's work varies with the cache
         // and the graph, and its clock is read every few hundred units; at
         // half of it, a slice's overrun put the 99th percentile just past it.)
@@ -683,7 +712,8 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
         // 4/5 of the budget, not further: the rest is a debt for the next.
         uint64_t aim = cycle.budget_ns / 5 * 2, hard = cycle.budget_ns / 5 * 4;
         uint64_t left = aim > spent ? aim - spent : 1, hard_left = hard > spent ? hard - spent : 1;
-        run_slice(heap, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation + cycle.debt, hard_left);
+        SliceClock clock(heap.pause_clock_thread_cpu);
+        run_slice(heap, clock, left, static_cast<uint64_t>(allocated) * kWorkPerAllocation + cycle.debt, hard_left);
     }
     cycle.count_at_slice = young.count;
     // The next slice: after kSliceInterval more allocations at most (an
@@ -716,7 +746,9 @@ int cgc_collect_slice(uint64_t ns) {
         report(CGC_ERR_MISUSE, "cgc_collect_slice: called during a collection; nothing done");
         return -1;
     }
-    return run_slice(heap, ns, 0);
+    prepare_cycle(heap, ns);
+    SliceClock clock(heap.pause_clock_thread_cpu);
+    return run_slice(heap, clock, ns, 0);
 }
 
 void cgc_get_pause_stats(cgc_pause_stats *out) {

@@ -4,6 +4,8 @@
 
 #include <cyclegc/cyclegc.h>
 
+#include "pause_stats.hpp"
+
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -126,12 +128,14 @@ void abandon_cycle(Heap &heap);
 // part is left.
 bool take_batch(Heap &heap, size_t limit);
 // Starts a cycle if none runs (after a collection of the young
-// generations, so that it examines every object tracked now) and works on
-// it for about `ns` (0: to its end), and at least `least_work` units unless
-// that takes more than `hard_ns` (0: no such limit; what is left is
-// cycle.debt). Returns 1 if the cycle finished (its final step ran), 0 if
-// work remains.
-int run_slice(Heap &heap, uint64_t ns, uint64_t least_work, uint64_t hard_ns = 0);
+// generations, so that it examines every object tracked now, unless that
+// would outlast a slice of `ns`).
+void prepare_cycle(Heap &heap, uint64_t ns);
+// Works on the running cycle until `ns` after the clock's start (0: to its
+// end), and at least `least_work` units unless that takes more than `hard_ns`
+// (0: no such limit; what is left is cycle.debt); records the slice's pause.
+// Returns 1 if the cycle finished (its final step ran), 0 if work remains.
+int run_slice(Heap &heap, SliceClock &clock, uint64_t ns, uint64_t least_work, uint64_t hard_ns = 0);
 // The automatic collection point when a pause budget is set: the young
 // collection that is due, and a slice of the cycle (started when the
 // long-lived rule says a full collection is due).

@@ -51,13 +51,15 @@ bool promoted_mostly_dead(const Heap &heap, uint64_t examined, uint64_t collecte
     return collected > young && (collected - young) * 4 >= promoted * 3;
 }
 
-// Generation 0's and 1's collections' rules, without a pause budget.
-void adapt_to_findings(Heap &heap, int generation, uint64_t examined, uint64_t collected) {
-    int &shift = heap.shift[generation];
-    int &learnt = heap.young_shift_floor;
+// Generation 0's and 1's collections' rules, without a pause budget, on
+// `shifts` and their floor `learnt` (the heap's, or with a budget the
+// shadow ones: cycle_due).
+void adapt_to_findings(const Heap &heap, int generation, uint64_t examined, uint64_t collected, int (&shifts)[2],
+                       int &learnt) {
+    int &shift = shifts[generation];
     if (generation == 1 && promoted_mostly_dead(heap, examined, collected)) {
-        if (heap.shift[0] < kMaxLearntShift)
-            learnt = heap.shift[0] = std::min(heap.shift[0] + kLearntStep, kMaxLearntShift);
+        if (shifts[0] < kMaxLearntShift)
+            learnt = shifts[0] = std::min(shifts[0] + kLearntStep, kMaxLearntShift);
         else
             shift = std::max(shift - 1, 0);
         return;
@@ -99,11 +101,29 @@ void adapt_schedule(Heap &heap, int generation, uint64_t examined, uint64_t coll
         if (ns > budget / 2) shift = std::max(shift - 1, 0);
         heap.young_shift_floor = std::min(heap.young_shift_floor, heap.shift[0]);
     } else {
-        adapt_to_findings(heap, generation, examined, collected);
+        adapt_to_findings(heap, generation, examined, collected, heap.shift, heap.young_shift_floor);
     }
-    if (budget) keep_young_within_budget(heap, generation, examined, ns, budget);
+    if (budget) {
+        keep_young_within_budget(heap, generation, examined, ns, budget);
+        int (&unbudgeted)[2] = heap.unbudgeted_shift;
+        adapt_to_findings(heap, generation, examined, collected, unbudgeted, heap.unbudgeted_shift_floor);
+        unbudgeted[1] = std::min(unbudgeted[1], kMaxSpanShift - unbudgeted[0]);
+    }
     heap.shift[1] = std::min(heap.shift[1], kMaxSpanShift - heap.shift[0]);
     heap.apply_young_threshold();
+}
+
+// The budget keeps generation 0's threshold within it, 16 times lower on a
+// heap being built (fruitless young collections), which made generation 1's
+// collections, and so generation 2's count, 16 times more frequent: cycles
+// over the whole heap each time it grew a quarter, seven more over the
+// build of a 10M-object tree. Weighed, cycles come as full collections do
+// without a budget.
+bool cycle_due(const Heap &heap) {
+    const int *shift = heap.shift, *unbudgeted = heap.unbudgeted_shift;
+    int cut = std::clamp(unbudgeted[0] + unbudgeted[1] - shift[0] - shift[1], 0, kMaxSpanShift);
+    const Generation &generation = heap.generations[2];
+    return generation.count > generation.threshold << cut;
 }
 
 bool generation_due(const Heap &heap, int g) {

@@ -5,7 +5,9 @@
 
 #include <cyclegc/cyclegc.hpp>
 
+#include <chrono>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 using namespace cgc_test;
@@ -404,6 +406,52 @@ TEST_F(IncrementalTest, AutomaticCyclesFreeOldGarbage) {
     for (Node *node : kept) cgc_decref(obj(node));
 }
 
+// With a budget and the default schedule, generation 1 due but too large to
+// collect within half of it joins generation 2 unexamined (the next cycle
+// examines it in slices), counted toward that cycle, and only generation 0
+// is collected.
+TEST_F(IncrementalTest, GenerationOneTooLargeForTheBudgetIsPromotedUnexamined) {
+    Node *old = old_chain(30000);  // (young objects stay listed while the old ones are more)
+    cgc_set_pause_budget(100'000);
+    std::vector<Node *> middle;
+    for (int i = 0; i < 10000; ++i) middle.push_back(new_node(i));
+    for (int i = 0; i <= 10; ++i) cgc_collect(0);  // (generation 1 due: 11 collections of generation 0)
+    ASSERT_EQ(tracked_in(1), 10000);
+    uint64_t middle_collections = stats_of(1).collections, young_collections = stats_of(0).collections;
+    cgc_ssize_t pending = heap_state().long_lived_pending;
+    cgc_enable();
+    std::vector<Node *> young;
+    for (int i = 0; i < 800 && stats_of(0).collections == young_collections; ++i) young.push_back(new_node(i));
+    cgc_disable();
+    EXPECT_EQ(stats_of(0).collections, young_collections + 1);
+    EXPECT_EQ(stats_of(1).collections, middle_collections) << "generation 1 was collected";
+    for (Node *node : middle) EXPECT_EQ(generation_of(node), 2);
+    EXPECT_EQ(heap_state().long_lived_pending, pending + 10000);
+    EXPECT_EQ(tracked_in(0) + tracked_in(1), static_cast<cgc_ssize_t>(young.size()));
+    cgc_set_pause_budget(0);
+    for (Node *node : middle) cgc_decref(obj(node));
+    for (Node *node : young) cgc_decref(obj(node));
+    cgc_decref(obj(old));
+}
+
+// Under a budget generation 0's threshold stays within it, lower than its
+// findings would set: the young collections that generation 2's count
+// counts span fewer allocations, and a cycle waits for that many more.
+TEST_F(IncrementalTest, CyclesAreDueAsFullCollectionsWouldBeWithoutTheBudget) {
+    gci::Heap &heap = heap_state();
+    heap.generations[2].count = 11;  // (over its threshold, 10)
+    EXPECT_TRUE(gci::cycle_due(heap));
+    heap.unbudgeted_shift[0] = 6;  // the findings: 64 x 700
+    heap.shift[0] = 2;             // the budget: 4 x 700, 16 times more collections
+    EXPECT_FALSE(gci::cycle_due(heap));
+    heap.generations[2].count = 10 * 16;
+    EXPECT_FALSE(gci::cycle_due(heap));
+    heap.generations[2].count = 10 * 16 + 1;
+    EXPECT_TRUE(gci::cycle_due(heap));
+    heap.shift[0] = heap.unbudgeted_shift[0] = 0;
+    heap.generations[2].count = 0;
+}
+
 TEST_F(IncrementalTest, FinalizersRunOnce) {
     Node *live = old_chain(2000);
     Node *f = new_node(&final_node_type, 1);
@@ -665,6 +713,27 @@ TEST(PauseHistogram, PercentilesFromKnownPauses) {
     EXPECT_EQ(histogram.percentile(1.0), 1'000'000u);  // capped at the maximum
     histogram.reset();
     EXPECT_EQ(histogram.stats().count, 0u);
+}
+
+// A slice's deadlines on the thread's CPU clock, checked through the
+// monotonic one: time the thread spends asleep does not bring them closer.
+TEST(SliceClock, ThreadDeadlinesIgnoreTimeAsleep) {
+    gci::SliceClock clock(true);
+    uint64_t deadline = clock.start() + 2'000'000;  // 2 ms of CPU time
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(clock.reached(deadline));
+    EXPECT_LT(clock.elapsed(), 2'000'000u);
+    volatile uint64_t spin = 0;
+    while (!clock.reached(deadline)) spin = spin + 1;
+    EXPECT_GE(clock.elapsed(), 2'000'000u);
+    EXPECT_GE(clock.elapsed_upper_bound(), clock.elapsed());
+}
+
+TEST(SliceClock, MonotonicDeadlinesCountTimeAsleep) {
+    gci::SliceClock clock(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    EXPECT_TRUE(clock.reached(clock.start() + 2'000'000));
+    EXPECT_GE(clock.elapsed(), 2'000'000u);
 }
 
 TEST_F(IncrementalTest, EveryCollectionIsAPause) {
