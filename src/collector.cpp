@@ -193,8 +193,10 @@ class CandidateTest {
 };
 
 // The candidates of a young collection: the young arrays. Their GcMeta
-// addresses are worked out once, by the first of the four passes that use
-// them, and kept for the others.
+// addresses are worked out once, by the first of the three passes that use
+// them, and kept for the others, in sets of up to kCachedMetas: a larger
+// array of addresses streams from beyond the L2 cache, and costs more than
+// working each one out again (a page header read, a multiply).
 class YoungCandidates {
   public:
     YoungCandidates(Heap &heap, int generation) : heap_(heap), metas_(heap.candidate_metas) {
@@ -210,6 +212,7 @@ class YoungCandidates {
             }
         }
         add_unlisted(generation);
+        if (list_.size() > kCachedMetas) return;
         try {
             reserve_counted(heap, metas_, list_.size());
             caching_ = true;
@@ -248,6 +251,8 @@ class YoungCandidates {
     }
 
   private:
+    static constexpr size_t kCachedMetas = 8192;  // (64 KiB of addresses)
+
     // The unlisted objects of the generations collected join the candidates:
     // a walk over the pages, which costs little more than the young objects
     // themselves (they went unlisted only while they were at least half of
