@@ -193,8 +193,10 @@ class CandidateTest {
 };
 
 // The candidates of a young collection: the young arrays. Their GcMeta
-// addresses are worked out once, by the first of the four passes that use
-// them, and kept for the others.
+// addresses are worked out once, by the first of the three passes that use
+// them, and kept for the others, in sets of up to kCachedMetas: a larger
+// array of addresses streams from beyond the L2 cache, and costs more than
+// working each one out again (a page header read, a multiply).
 class YoungCandidates {
   public:
     YoungCandidates(Heap &heap, int generation) : heap_(heap), metas_(heap.candidate_metas) {
@@ -210,6 +212,7 @@ class YoungCandidates {
             }
         }
         add_unlisted(generation);
+        if (list_.size() > kCachedMetas) return;
         try {
             reserve_counted(heap, metas_, list_.size());
             caching_ = true;
@@ -248,6 +251,8 @@ class YoungCandidates {
     }
 
   private:
+    static constexpr size_t kCachedMetas = 8192;  // (64 KiB of addresses)
+
     // The unlisted objects of the generations collected join the candidates:
     // a walk over the pages, which costs little more than the young objects
     // themselves (they went unlisted only while they were at least half of
@@ -388,6 +393,17 @@ int visit_mark(cgc_object *child, void *arg) {
     return push_reachable(child, meta, stack);
 }
 
+// Marks a candidate referenced from outside and all it reaches.
+void mark_from(cgc_object *op, GcMeta &meta, MarkStack &stack) {
+    mark(meta, stack);
+    traverse(op, visit_mark, &stack);
+    while (!stack.failed && !stack.items.empty()) {
+        cgc_object *next = stack.items.back();
+        stack.items.pop_back();
+        traverse(next, visit_mark, &stack);
+    }
+}
+
 // Step 1c: marks what the externally referenced candidates reach. Returns
 // false if it ran out of memory (then nothing may be called unreachable).
 template <typename Set>
@@ -398,13 +414,7 @@ bool mark_reachable(Heap &heap, Set &set) {
         if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
             report_broken_count(heap, op, cgc_refcount(op) - refs);
         if (stack.failed || refs == 0 || (meta.flags & kReachable)) return;
-        meta.flags |= kReachable;
-        traverse(op, visit_mark, &stack);
-        while (!stack.failed && !stack.items.empty()) {
-            cgc_object *next = stack.items.back();
-            stack.items.pop_back();
-            traverse(next, visit_mark, &stack);
-        }
+        mark_from(op, meta, stack);
     });
     if (stack.failed) report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; "
                              "this collection frees nothing");
@@ -443,27 +453,83 @@ struct Found {
     bool maybe_finalizers = true;
 };
 
-// Step 1d. Survivors go to generation `older`; the rest to heap.unreachable.
-// `promoting`: survivors that reach generation 2 count toward the next full
-// collection.
-template <typename Set>
-void sweep(Heap &heap, Set &set, bool marked, int older, bool promoting, Found &found) {
+// A survivor of step 1: back to generation `older`, counted toward the next
+// full collection if `promoting` it there.
+inline void keep_survivor(Heap &heap, cgc_object *op, GcMeta &meta, int older, bool promoting) {
+    leave_collection(heap, op, meta, older);
+    if (promoting && older == 2) count_long_lived(heap, meta);
+}
+
+// Lists a candidate as unreachable (its word: its index); false without
+// memory to list it (it survives this collection).
+inline bool list_unreachable(Heap &heap, cgc_object *op, GcMeta &meta) {
+    try {
+        push_counted(heap, heap.unreachable, op);
+    } catch (...) {
+        return false;
+    }
+    meta.word = static_cast<uint32_t>(heap.unreachable.size() - 1);
+    return true;
+}
+
+// Takes back the candidates listed unreachable from `first` on that were
+// marked after the pass had listed them (all of them if marking failed),
+// and closes the gaps.
+void take_back_marked(Heap &heap, size_t first, bool marked, int older, bool promoting) {
     auto &unreachable = heap.unreachable;
-    found.unreachable = 0;
-    set.for_each([&](cgc_object *op, GcMeta &meta) {
-        if (marked && !(meta.flags & kReachable)) {
-            try {
-                push_counted(heap, unreachable, op);
-                meta.word = static_cast<uint32_t>(unreachable.size() - 1);
-                ++found.unreachable;
-                return;
-            } catch (...) {
-                // No memory to list it: it survives this collection.
-            }
+    size_t kept = first;
+    for (size_t i = first; i < unreachable.size(); ++i) {
+        cgc_object *op = unreachable[i];
+        GcMeta &meta = meta_of(op);
+        if (!marked || (meta.flags & kReachable)) {
+            keep_survivor(heap, op, meta, older, promoting);
+            continue;
         }
-        leave_collection(heap, op, meta, older);
-        if (promoting && older == 2) count_long_lived(heap, meta);
-    });
+        meta.word = static_cast<uint32_t>(kept);
+        unreachable[kept++] = op;
+    }
+    unreachable.resize(kept);
+}
+
+// Steps 1c and 1d in one pass over the set (as CPython's move_unreachable):
+// a candidate referenced from outside, or marked from one before it, is
+// marked with all it reaches and leaves the set; one the pass reaches
+// unmarked with no reference from outside is listed unreachable, for now.
+// A candidate further on may reach it still (a reference backward in the
+// set's order): it is marked then, and taken back by a pass over the listed
+// ones, run only when the marks outnumber the survivors. One pass over the
+// set, not two (a young set streams from the L3 cache).
+template <typename Set>
+void mark_and_sweep(Heap &heap, Set &set, int older, bool promoting, Found &found) {
+    size_t first = heap.unreachable.size();
+    size_t marked_survivors = 0;
+    bool marked;
+    size_t marks;
+    {
+        MarkStack stack{heap};
+        set.for_each([&](cgc_object *op, GcMeta &meta) {
+            int32_t refs = signed_refs(meta);
+            if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
+                report_broken_count(heap, op, cgc_refcount(op) - refs);
+            if (meta.flags & kReachable) {
+                ++marked_survivors;
+            } else if (stack.failed) {
+                // Out of memory for marking: nothing is unreachable.
+            } else if (refs == 0 && list_unreachable(heap, op, meta)) {
+                return;
+            } else {
+                mark_from(op, meta, stack);
+                ++marked_survivors;
+            }
+            keep_survivor(heap, op, meta, older, promoting);
+        });
+        if (stack.failed) report(CGC_ERR_MEMORY, "collector: out of memory for the mark stack; "
+                                 "this collection frees nothing");
+        marked = !stack.failed && !heap.traverse_failed;
+        marks = stack.marked;
+    }
+    if (!marked || marks > marked_survivors) take_back_marked(heap, first, marked, older, promoting);
+    found.unreachable = static_cast<cgc_ssize_t>(heap.unreachable.size() - first);
 }
 
 // ---- Full collections ----------------------------------------------------
@@ -711,9 +777,8 @@ Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     filter_begin(heap);
     found.candidates = flag_candidates(heap, set);
     found.maybe_finalizers = count_external_refs(heap, set);
-    bool marked = mark_reachable(heap, set);
+    mark_and_sweep(heap, set, older, promoting, found);
     filter_end(heap);
-    sweep(heap, set, marked, older, promoting, found);
     return found;
 }
 

@@ -117,16 +117,21 @@ Page *PageSpace::new_page(Heap &heap, uint32_t slot_size, uint32_t size_class, s
         return nullptr;
     }
     // Fresh arena memory is zero, and so is memory given back with
-    // MADV_DONTNEED; a kept page needs clearing.
-    if (dirty) std::memset(memory, 0, region_size);
+    // MADV_DONTNEED; a kept page needs clearing: its header and GcMetas now,
+    // a small class's slots as take_slot hands them out (a C++ object's
+    // constructor writes its own).
+    size_t meta_end = round_up(header + count * sizeof(GcMeta), kGranule);
+    bool dirty_slots = dirty && size_class != kLargeClass;
+    if (dirty) std::memset(memory, 0, dirty_slots ? meta_end : region_size);
     auto *page = static_cast<Page *>(memory);
+    page->dirty_slots = dirty_slots;
     owner_ = &heap;
     page->heap = &heap;
     page->walk_all_tracked = true;
     page->fresh = false;
     page->in_transit = false;
     page->shared_counts = shared_counts;  // (the common case of a page filled by new objects)
-    page->slots = static_cast<char *>(memory) + round_up(header + count * sizeof(GcMeta), kGranule);
+    page->slots = static_cast<char *>(memory) + meta_end;
     page->region_size = region_size;
     page->slot_size = slot_size;
     page->slot_count = count;

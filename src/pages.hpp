@@ -161,6 +161,10 @@ struct Page {
     // A page lent to a thread that may hold objects it tracked since the
     // last stop of the world (PageSpace::fresh_pages): walked at the next.
     bool fresh;
+    // A kept page handed out again (Arena::allocate's `dirty`): its header
+    // and GcMetas were zeroed, its never-used slots [bump, slot_count) hold
+    // old bytes, zeroed as they are handed out (not the whole page at once).
+    bool dirty_slots;
     // A shared heap's page: each slot's shared reference count
     // (shared_heap.hpp), allocated with the page; null in a confined heap.
     std::atomic<int64_t> *shared_counts;
@@ -281,8 +285,9 @@ class PageSpace {
             index = page->bump++;
         }
         char *slot = page->slot(index);
-        if (head) {
-            // Reused: zero it (a fresh slot is zero since the page was made).
+        if (head || page->dirty_slots) {
+            // Reused, or never used in a kept page: zero it (a fresh page's
+            // slots are zero).
             uint32_t size = page->slot_size;
             unpoison_slot(slot, size);
             if constexpr (Zero) zero_slot(slot, size);

@@ -93,6 +93,33 @@ TEST_F(CollectorTest, ReachabilityDoesNotDependOnListOrder) {
     }
 }
 
+// A young collection lists a candidate unreachable when its pass reaches it
+// unmarked; one marked later (held through one tracked after it) is taken
+// back, and the garbage listed around it keeps indices that clearing finds:
+// garbage g1 <-> g2, live b <-> c held by holder, tracked g1, b, g2, c, holder.
+TEST_F(CollectorTest, CandidatesMarkedAfterTheyWereListedUnreachableAreTakenBack) {
+    Node *g1 = new_node(1);
+    Node *b = new_node(2);
+    Node *g2 = new_node(3);
+    Node *c = new_node(4);
+    Node *holder = new_node(5);
+    link_next(g1, g2);
+    link_next(g2, g1);
+    link_next(b, c);
+    link_next(c, b);
+    link_next(holder, c);
+    for (Node *node : {g1, g2, b, c}) cgc_decref(obj(node));
+    EXPECT_EQ(cgc_collect(0), 2);
+    EXPECT_EQ(counters.deallocated, 2);
+    EXPECT_EQ(counters.cleared, 1);  // g1's clear frees g2, then g1
+    for (Node *node : {holder, b, c}) EXPECT_EQ(generation_of(node), 1);
+    EXPECT_EQ(b->next, obj(c));
+    EXPECT_EQ(c->next, obj(b));
+    cgc_decref(obj(holder));
+    EXPECT_EQ(cgc_collect(1), 2);
+    EXPECT_EQ(counters.deallocated, 5);
+}
+
 // A full collection's marking walks the pages in address order and leaves
 // an object it finds reachable ahead of its position to be traversed when
 // it gets there, one behind it to the stack. A cycle that jumps back and
