@@ -129,8 +129,15 @@ namespace {
 [[gnu::noinline]] void raw_free_slow(Page *page, uint32_t index, void *memory, cgc_object *op,
                                      const char *function) {
     GcMeta &meta = page->meta[index];
+    Heap *user = page_heap(page);
+    if (user->is_local() && is_plain_allocated(meta) && stopped_by_this_thread(*user->home)) {
+        // A collection's death in a page lent to a thread, with the world
+        // stopped by this one: freed as its thread would (release_slot).
+        free_slot(*user, page, index);
+        return;
+    }
     if (refuse_if_freed(meta, function, memory, op, "not freed again (a second free of it)")) return;
-    Heap &heap = *page_heap(page)->home;
+    Heap &heap = *user->home;
     void *slot = page->slot(index);
     cgc_object *object = object_at_slot(slot, meta);
     if (!owned_here(heap, function, object)) return;

@@ -111,6 +111,8 @@ void fold_local_changes(Heap &shared, Heap &local) {
     local.long_lived_pending = 0;
 }
 
+// The slots other threads freed in the local heap's pages, released (and
+// uncounted) here.
 void take_remote_frees(Heap &local) {
     Generation &young = local.generations[0];
     local.space.drain_remote_frees([&] {
@@ -150,10 +152,7 @@ void hand_back(Heap &shared, Heap &local) {
 }
 
 void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
-    Generation &young = local.generations[0];
-    local.space.drain_remote_frees([&] {
-        if (young.count > 0) young.count--;
-    });
+    take_remote_frees(local);
     Page *page;
     try {
         page = local.space.page_to_fill(shared.space, shared, local, size);
@@ -173,7 +172,9 @@ void *allocate_in_local(Heap &shared, Heap &local, size_t size) {
 
 void release_slot(Heap &heap, Page *page, uint32_t index, bool counted) {
     Heap *user = page_heap(page);
-    if (user == &heap || user == t_current_heap) {  // (not lent, or lent to this thread)
+    // (Not lent, or lent to this thread, or the world stopped by this
+    // thread: the page's thread is parked or detached, its part untouched.)
+    if (user == &heap || user == t_current_heap || (heap.is_shared() && stopped_by_this_thread(heap))) {
         if (counted)
             free_slot(*user, page, index);
         else
