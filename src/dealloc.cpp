@@ -232,21 +232,26 @@ void destroy_untracked(cgc_object *op, Heap &local, cgc_destructor destroy_and_f
     return true;
 }
 
-// dealloc_shared_at's deallocations, inside the thread's trashcan: a C++
-// object in a page lent to the thread, untracked already, and any other.
-// Out of line, so that the tests before them save no registers.
-[[gnu::noinline]] void release_lent_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+// Runs `deallocate` inside the thread's trashcan (a shared heap's).
+template <class Deallocate>
+void in_shared_trashcan(Deallocate deallocate) {
     Trashcan &trashcan = t_shared_trashcan;
     ++trashcan.depth;
-    destroy_untracked(op, local, destroy_and_free);
+    deallocate();
     if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
 }
 
+// dealloc_shared_at's deallocations: a C++ object in a page lent to the
+// thread, untracked already, and any other. Out of line, so that the tests
+// before them save no registers.
+[[gnu::noinline]] void release_lent_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+    in_shared_trashcan([&] { destroy_untracked(op, local, destroy_and_free); });
+}
+
 [[gnu::noinline]] void dealloc_shared_other(cgc_object *op, Heap &local, cgc_destructor destroy_cxx) {
-    Trashcan &trashcan = t_shared_trashcan;
-    ++trashcan.depth;
-    if (!destroy_cxx || !release_shared_cxx(op, local, destroy_cxx)) destroy(op);
-    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    in_shared_trashcan([&] {
+        if (!destroy_cxx || !release_shared_cxx(op, local, destroy_cxx)) destroy(op);
+    });
 }
 
 }  // namespace
