@@ -684,7 +684,10 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     cgc_ssize_t allocated = std::max<cgc_ssize_t>(young.count - cycle.count_at_slice, 0);
     heap.space.bound_release(true);  // (only a heap that runs slices: not a shared heap's)
     cgc_ssize_t found = 0;
-    uint64_t spent = 0;  // (by the young collection)
+    // (The young collection's time, or generation 1's promotion's: the
+    // slice comes in the same pause.)
+    auto young_ns = [&] { return heap.generations[0].stats.total_ns + heap.generations[1].stats.total_ns; };
+    uint64_t young_ns_before = young_ns();
     // The young collection due, as collect_automatic would run it.
     heap.apply_young_threshold();
     // (Or its list: the count is allocations minus deallocations, and the
@@ -696,9 +699,10 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
         cgc_generation_stats before = heap.generations[g].stats;
         found = collect(heap, g);
         const cgc_generation_stats &after = heap.generations[g].stats;
-        spent = after.total_ns - before.total_ns;
-        adapt_schedule(heap, g, after.examined - before.examined, after.collected - before.collected, spent);
+        adapt_schedule(heap, g, after.examined - before.examined, after.collected - before.collected,
+                       after.total_ns - before.total_ns);
     }
+    uint64_t spent = young_ns() - young_ns_before;
     // Where a full collection would run, a cycle starts (over generation 2:
     // the young garbage of this moment is the young collections' to free).
     if (!cycle.running() && cycle_due(heap) && heap.long_lived_pending >= heap.long_lived_total / 4)
