@@ -461,7 +461,7 @@ inline void keep_survivor(Heap &heap, cgc_object *op, GcMeta &meta, int older, b
 }
 
 // Lists a candidate as unreachable (its word: its index); false without
-// memory to list it (it survives this collection).
+// memory to list it (then it survives, marked with all it reaches).
 inline bool list_unreachable(Heap &heap, cgc_object *op, GcMeta &meta) {
     try {
         push_counted(heap, heap.unreachable, op);
