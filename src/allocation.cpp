@@ -130,7 +130,8 @@ namespace {
                                      const char *function) {
     GcMeta &meta = page->meta[index];
     Heap *user = page_heap(page);
-    if (user->is_local() && is_plain_allocated(meta) && stopped_by_this_thread(*user->home)) {
+    // (A freed slot first: a page given back reads zeros, its heap null.)
+    if (is_plain_allocated(meta) && user->is_local() && stopped_by_this_thread(*user->home)) {
         // A collection's death in a page lent to a thread, with the world
         // stopped by this one: freed as its thread would (release_slot).
         free_slot(*user, page, index);
