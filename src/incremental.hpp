@@ -97,6 +97,9 @@ struct IncrementalCycle {
     // What generation 0's recent collections cost per object (schedule.cpp:
     // its threshold is kept within the budget).
     double young_ns_per_object = 0;
+    // And generation 1's (both young generations: their objects are more
+    // spread out, a tree 10M's cost 2-5 times generation 0's).
+    double older_ns_per_object = 0;
     IncrementalObserver observer = nullptr;  // (tests only)
     void *observer_context = nullptr;
 

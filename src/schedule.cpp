@@ -78,10 +78,9 @@ void adapt_to_findings(const Heap &heap, int generation, uint64_t examined, uint
 // outgrows the caches (tree 1M: 16 ns under 5,000 objects, 90 over 20,000).
 void keep_young_within_budget(Heap &heap, int generation, uint64_t examined, uint64_t ns, uint64_t budget) {
     double &cost = heap.incremental.young_ns_per_object;
-    if (generation == 0) {
-        double now = static_cast<double>(ns) / static_cast<double>(examined);
-        cost = cost > 0 ? 0.75 * cost + 0.25 * now : now;
-    }
+    double now = static_cast<double>(ns) / static_cast<double>(examined);
+    double &learnt = generation == 0 ? cost : heap.incremental.older_ns_per_object;
+    learnt = learnt > 0 ? 0.75 * learnt + 0.25 * now : now;
     if (cost <= 0) return;
     auto predicted = [&] { return static_cast<double>(heap.requested_young_threshold << heap.shift[0]) * cost; };
     while (heap.shift[0] > 0 && predicted() > static_cast<double>(budget / 4)) --heap.shift[0];

@@ -95,6 +95,30 @@ TEST_F(IncrementalTest, GarbageIsFoundOverSeveralSlices) {
     cgc_decref(obj(live));
 }
 
+// Steps B and C handle each reference a few references after visiting it
+// (its GcMeta prefetched meanwhile): what waits at a slice's end is handled
+// before the program runs again. A heap of nothing but garbage 2-cycles,
+// in slices of the least work: a decrement lost at a slice's end keeps its
+// pair; a mark lost in step C gathers a live node of the chain.
+TEST_F(IncrementalTest, ReferencesPendingAtASliceEndAreCountedInIt) {
+    Node *live = old_chain(3000, 100000);
+    std::vector<Node *> pairs;
+    for (int i = 0; i < 3000; ++i) {
+        Node *a = new_node(2 * i), *b = new_node(2 * i + 1);
+        link_next(a, b);
+        link_next(b, a);
+        pairs.push_back(a);
+        pairs.push_back(b);
+    }
+    cgc_collect(1);
+    cgc_collect(1);  // all in generation 2
+    for (Node *node : pairs) cgc_decref(obj(node));
+    EXPECT_GT(slice_until(Step::final), 20);
+    EXPECT_EQ(cycle().gathered.size(), pairs.size());  // every pair, no node of the chain
+    finish_freeing(6000, 6000);
+    cgc_decref(obj(live));
+}
+
 // Pages emptied while the cycle's walks run (steps A-D) are released by
 // the slices after them, a few per slice, never all in one pause.
 TEST_F(IncrementalTest, PagesEmptiedDuringACycleAreReleasedAFewPerSlice) {
