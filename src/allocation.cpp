@@ -131,7 +131,7 @@ namespace {
     GcMeta &meta = page->meta[index];
     Heap *user = page_heap(page);
     // (A freed slot first: a page given back reads zeros, its heap null.)
-    if (is_plain_allocated(meta) && user->is_local() && stopped_by_this_thread(*user->home)) {
+    if (is_plain_allocated(meta) && lent_while_stopped(user, t_current_heap)) {
         // A collection's death in a page lent to a thread, with the world
         // stopped by this one: freed as its thread would (release_slot).
         free_slot(*user, page, index);
@@ -363,6 +363,20 @@ cgc_var_object *cgc_gc_resize(cgc_var_object *op, cgc_ssize_t nitems) {
     return moved;
 }
 
+namespace {
+
+// Whether the fast path frees the slot, in `user` (its page's heap): an
+// object untracked, without weak references, in a page of the thread's
+// current heap, or lent to a thread while this one stops the world.
+inline bool frees_fast(Page *page, uint32_t index, Heap *&user) {
+    if (!is_plain_allocated(page->meta[index])) return false;
+    user = page_heap(page);
+    if (user == t_current_heap) [[likely]] return true;
+    return lent_while_stopped(user, t_current_heap);
+}
+
+}  // namespace
+
 void cgc_gc_del(void *memory) {
     if (!memory) return;
     auto *op = static_cast<cgc_object *>(memory);
@@ -370,11 +384,12 @@ void cgc_gc_del(void *memory) {
     uint32_t index = page->index_of(op);  // (the object lies within its slot)
     // (An object of another heap than the thread's current one: the slow
     // path checks that the thread owns it.)
-    if (!is_plain_allocated(page->meta[index]) || page_heap(page) != t_current_heap) [[unlikely]] {
+    Heap *user;
+    if (!frees_fast(page, index, user)) [[unlikely]] {
         raw_free_slow(page, index, op, op, "cgc_gc_del (PyObject_GC_Del)");
         return;
     }
-    free_slot(*page_heap(page), page, index);
+    free_slot(*user, page, index);
 }
 
 cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment) {
@@ -415,10 +430,11 @@ void cgc_gc_raw_free(void *memory) {
     uint32_t index = page->index_of(memory);
     // (A shared heap's slot outside the thread's lent pages is freed under
     // its state lock, by raw_free_slow.)
-    if (!is_plain_allocated(page->meta[index]) || page_heap(page) != t_current_heap)
+    Heap *user;
+    if (frees_fast(page, index, user))  // the common case
+        free_slot(*user, page, index);
+    else
         raw_free_slow(page, index, memory, nullptr, "cgc_gc_raw_free");
-    else  // the common case
-        free_slot(*page_heap(page), page, index);
 }
 
 }  // extern "C"

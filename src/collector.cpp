@@ -303,7 +303,7 @@ constexpr uint32_t kKeptRefs = uint32_t(1) << 30;
 // The count a candidate's word starts from (added to the references to it
 // subtracted already).
 inline uint32_t counted_refs(cgc_object *op) {
-    cgc_ssize_t refcnt = cgc_refcount(op);
+    cgc_ssize_t refcnt = refcount_of(op);
     if (refcnt > 0 && refcnt < kKeptRefs) [[likely]] return static_cast<uint32_t>(refcnt);
     if (refcnt <= 0)
         report(CGC_ERR_CORRUPTION,
@@ -412,7 +412,7 @@ bool mark_reachable(Heap &heap, Set &set) {
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         int32_t refs = signed_refs(meta);
         if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
-            report_broken_count(heap, op, cgc_refcount(op) - refs);
+            report_broken_count(heap, op, refcount_of(op) - refs);
         if (stack.failed || refs == 0 || (meta.flags & kReachable)) return;
         mark_from(op, meta, stack);
     });
@@ -510,7 +510,7 @@ void mark_and_sweep(Heap &heap, Set &set, int older, bool promoting, Found &foun
         set.for_each([&](cgc_object *op, GcMeta &meta) {
             int32_t refs = signed_refs(meta);
             if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
-                report_broken_count(heap, op, cgc_refcount(op) - refs);
+                report_broken_count(heap, op, refcount_of(op) - refs);
             if (meta.flags & kReachable) {
                 ++marked_survivors;
             } else if (stack.failed) {
@@ -658,13 +658,13 @@ void report_broken_count(Heap &heap, cgc_object *op, cgc_ssize_t found) {
            "collector: object %p of type '%s' has reference count %td, but %td references to it "
            "were found (%s): a tp_traverse visits a reference it does not own (or one twice), or "
            "a Py_INCREF is missing; the object is kept alive",
-           static_cast<void *>(op), type_name_of(op), cgc_refcount(op), found, from);
+           static_cast<void *>(op), type_name_of(op), refcount_of(op), found, from);
 }
 
 // A full collection's candidate whose count is at or below zero, or below
 // the references found to it: reported; the caller keeps it alive.
 [[gnu::noinline]] void report_bad_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
-    cgc_ssize_t refcnt = cgc_refcount(op);
+    cgc_ssize_t refcnt = refcount_of(op);
     if (refcnt <= 0) {
         report(CGC_ERR_CORRUPTION,
                "collector: tracked object %p of type '%s' has reference count %td: its "
@@ -710,7 +710,7 @@ Found find_unreachable_full(Heap &heap) {
         if (stack.failed) return;
         // Marked already (by an object behind the walk, which left its
         // traversal to the walk), or referenced from outside: traversed now.
-        cgc_ssize_t refcnt = cgc_refcount(op);
+        cgc_ssize_t refcnt = refcount_of(op);
         auto found_refs = static_cast<cgc_ssize_t>(meta.word);
         if (!(meta.flags & kReachable)) {
             if (refcnt == found_refs && refcnt > 0) {  // referenced from candidates only, so far
@@ -927,7 +927,7 @@ void save_as_garbage(Heap &heap, cgc_object *op) {
            "collector: object %p of type '%s' is still tracked after its tp_dealloc ran (reference "
            "count %td): a tp_dealloc must untrack and free its object; not cleared nor deallocated "
            "again, left untracked (leaked)",
-           static_cast<void *>(op), type_name_of(op), cgc_refcount(op));
+           static_cast<void *>(op), type_name_of(op), refcount_of(op));
     remove_from_lists(heap, op, meta_of(op));
 }
 
@@ -962,7 +962,7 @@ void clear_holding(Heap &heap, cgc_object *op, cgc_inquiry clear) {
 // Step 4 on one unreachable object (or the garbage list, under
 // DEBUG_SAVEALL); false if its tp_dealloc ran already (forget_undead).
 bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
-    if (cgc_refcount(op) <= 0) [[unlikely]] {
+    if (refcount_of(op) <= 0) [[unlikely]] {
         forget_undead(heap, op);
         return false;
     }
@@ -995,7 +995,7 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     cgc_object *first = nullptr;
     for (cgc_object *&op : unreachable) {
         if (!op) continue;
-        if (cgc_refcount(op) <= 0) [[unlikely]] {
+        if (refcount_of(op) <= 0) [[unlikely]] {
             forget_undead(heap, op);
             ++not_freed;
             continue;
@@ -1200,7 +1200,13 @@ Outcome run_collection(Heap &heap, int generation, bool incremental_final) {
     bool save_all = (heap.debug_flags & CGC_DEBUG_SAVEALL) != 0;
     if (incremental_final && garbage > 0 && heap.uncollectable.empty() && !save_all && hand_over_garbage(heap, garbage))
         return outcome;
-    outcome.collected -= clear_garbage(heap, older);  // (only what was freed counts)
+    if (heap.is_shared() && stopped_by_this_thread(heap)) [[unlikely]] {
+        make_garbage_counts_plain(heap);
+        outcome.collected -= clear_garbage(heap, older);
+        rebias_plain_survivors(heap);
+    } else {
+        outcome.collected -= clear_garbage(heap, older);  // (only what was freed counts)
+    }
     outcome.uncollectable = keep_uncollectable(heap, older);
     release_large_scratch(heap);
     return outcome;
@@ -1287,7 +1293,7 @@ bool keep_some_survivors(Heap &heap, ClearClock &clock) {
         cgc_object *&op = to_clear[cycle.survivor_cursor++];
         if (!op) continue;
         --cycle.pending.collected;
-        if (cgc_refcount(op) <= 0) [[unlikely]] {
+        if (refcount_of(op) <= 0) [[unlikely]] {
             forget_undead(heap, op);
             continue;
         }

@@ -298,11 +298,20 @@ void note_heap_gone(const Heap *heap);
 
 // The heap of the calling thread's fast paths: its current heap if it is
 // confined; its local heap if it is attached to a shared heap (null while
-// detached or while it stops the world); null if it chose none yet. The
-// inline fast paths compare an object's page_heap with it: a shared heap's
-// objects outside the thread's lent pages take the slow paths, which take
-// the shared heap's state lock.
+// detached); the shared heap itself while it stops the world; null if it
+// chose none yet. The inline fast paths compare an object's page_heap with
+// it: a shared heap's objects outside the thread's lent pages take the slow
+// paths, which take the shared heap's state lock.
 extern thread_local constinit Heap *t_current_heap __attribute__((tls_model("initial-exec")));
+// For a fast path whose page's heap is not t_current_heap: a page lent to a
+// thread while the calling thread stops the world (t_current_heap is the
+// shared heap, home of every local heap, only then). Its threads are parked
+// or detached, and the shared heap's lists and counts hold the page's
+// tracked objects (take_back): the stopping thread untracks and frees them
+// there, without the state lock, as a confined heap's.
+inline bool lent_while_stopped(const Heap *page_heap, const Heap *current) {
+    return page_heap->home == current;
+}
 Heap &current_heap_slow();
 // The calling thread's current heap (the default heap until one is set; a
 // shared heap, not the thread's local part of it).

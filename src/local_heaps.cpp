@@ -122,12 +122,21 @@ void take_remote_frees(Heap &local) {
 
 // Lists the objects the thread tracked since the last stop in the shared
 // heap's generation 0 (only the fresh pages can hold them).
+// (In generation 0 already, as try_track left them: pushed inline while
+// its array has room, through place_in_generation once it is full.)
 void list_private_young(Heap &shared, Heap &local) {
+    ObjectArray &young = shared.young[0];
     for (Page *page : local.space.fresh_pages()) {
         for (uint32_t i = 0; i < page->bump; ++i) {
             GcMeta &meta = page->meta[i];
-            if ((meta.flags & kTracked) && meta.word == kPrivateYoung)
-                place_in_generation(shared, page->object_at(i), meta, 0);
+            if (!(meta.flags & kTracked) || meta.word != kPrivateYoung) continue;
+            cgc_object *op = page->object_at(i);
+            if (meta.generation != 0 || young.size() == young.capacity()) {
+                place_in_generation(shared, op, meta, 0);
+                continue;
+            }
+            meta.word = static_cast<uint32_t>(young.size());
+            young.push_back(op);
         }
     }
 }

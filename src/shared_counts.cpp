@@ -333,6 +333,34 @@ void disown_for_clearing(const Heap &heap, std::vector<cgc_object *> &objects) {
     }
 }
 
+void make_garbage_counts_plain(Heap &heap) {
+    std::vector<cgc_object *> &plain = heap.shared->plain_garbage;
+    try {
+        plain.reserve(heap.unreachable.size());
+    } catch (const std::bad_alloc &) {
+        return;  // (none made plain: the clearing takes the shared paths)
+    }
+    for (cgc_object *op : heap.unreachable) {
+        if (!op) continue;
+        cgc_ssize_t word = load_word(op);
+        // (An owner's count alone: no other thread's references, flags or
+        // weak references to see a merge.)
+        if (!is_shared_word(word) || word_tag(word) == 0 || may_have_weakrefs(op)) continue;
+        if (shared_count_of(op).load(std::memory_order_relaxed) != 0) continue;
+        store_word(op, word_local(word));
+        plain.push_back(op);
+    }
+}
+
+void rebias_plain_survivors(Heap &heap) {
+    std::vector<cgc_object *> &plain = heap.shared->plain_garbage;
+    // (A dead object's word reads 0, its slot free, or a new object's: a
+    // shared heap's.)
+    for (cgc_object *op : plain)
+        if (load_word(op) > 0 && (meta_of(op).flags & kAllocated)) [[unlikely]] rebias_if_shared(op);
+    plain.clear();
+}
+
 bool try_incref(cgc_object *op) {
     cgc_ssize_t word = load_word(op);
     if (!is_shared_word(word)) {
@@ -381,12 +409,7 @@ void cgc_decref_slow(cgc_object *op) {
     decref_attached(op, word);
 }
 
-cgc_ssize_t cgc_refcount_shared(const cgc_object *op) {
-    cgc_ssize_t word = load_word(op);
-    if (!is_shared_word(word)) return word;
-    return static_cast<cgc_ssize_t>(word_local(word)) +
-           (shared_count_of(op).load(std::memory_order_acquire) >> 2);
-}
+cgc_ssize_t cgc_refcount_shared(const cgc_object *op) { return refcount_of(op); }
 
 void cgc_set_refcount_shared(cgc_object *op, cgc_ssize_t n) {
     cgc_ssize_t word = load_word(op);

@@ -48,6 +48,9 @@ struct SharedHeap {
     // owned objects in pages lent to others), 0 before any.
     static constexpr uint32_t kManyOwners = UINT32_MAX;
     std::atomic<uint32_t> sole_owner{0};
+    // The garbage a collection's clearing counts plainly
+    // (make_garbage_counts_plain); its storage kept between collections.
+    std::vector<cgc_object *> plain_garbage;
 
     SharedHeap();
     ~SharedHeap();
@@ -80,6 +83,14 @@ constexpr int64_t kSharedOne = 4;
 inline std::atomic<int64_t> &shared_count_of(const cgc_object *op) {
     Page *page = page_of(op);
     return page->shared_counts[page->index_of(op)];
+}
+
+// cgc_refcount inline (the collector's reads, with no call on a shared
+// heap): a shared word's local and shared counts summed.
+inline cgc_ssize_t refcount_of(const cgc_object *op) {
+    cgc_ssize_t word = load_word(op);
+    if (word >= 0 || !is_shared_word(word)) [[likely]] return word;
+    return static_cast<cgc_ssize_t>(word_local(word)) + (shared_count_of(op).load(std::memory_order_acquire) >> 2);
 }
 
 // A new object of a shared heap (its count word plain, as allocated): owned
@@ -134,6 +145,15 @@ void merge_all_queues(Heap &heap);
 // finalizer resurrects and hands over is counted as any shared object).
 // Nothing to do when the collecting thread is the heap's sole owner.
 void disown_for_clearing(const Heap &heap, std::vector<cgc_object *> &objects);
+// With the world stopped by the calling thread through the clearing (after
+// the finalizers): the garbage whose whole count is its owner's local count
+// gets it as a plain count, so that the clearing's releases take the
+// confined paths (no owner test, no merge); no other thread can reach it.
+// It lists them (SharedHeap::plain_garbage) for rebias_plain_survivors
+// after the clearing: those still alive (survivors, or untracked by user
+// code meanwhile) get a shared heap's count word before the world restarts.
+void make_garbage_counts_plain(Heap &heap);
+void rebias_plain_survivors(Heap &heap);
 // ---- Local heaps (local_heaps.cpp): an attached thread's part of a shared
 // heap, used by its fast paths without the state lock: pages lent to it,
 // the objects it tracked there (kPrivateYoung, in no list), its count of

@@ -62,7 +62,7 @@ void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generatio
     meta.word = static_cast<uint32_t>(list.size() - 1);
 }
 
-void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
+[[gnu::noinline]] void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
     if (meta.schedule & kIncrListed) forget_listed(heap, op, meta.word);
     meta.schedule = static_cast<uint8_t>(meta.schedule & kPromotedPending);
     auto take_out = [&](std::vector<cgc_object *> &list) {
@@ -152,6 +152,24 @@ void remove_from_lists(Heap &heap, cgc_object *op, GcMeta &meta) {
     remove_from_lists(heap, op, meta);
 }
 
+namespace {
+
+// cgc_gc_untrack of a tracked object outside the thread's current heap: in
+// a page lent to a thread while this one stops the world (the shared heap's
+// lists hold it: take_back), untracked there without the lock; else the
+// slow path, which checks that the thread owns the heap.
+[[gnu::noinline]] void untrack_other(Page *page, GcMeta &meta, cgc_object *op) {
+    Heap *user = page_heap(page);
+    Heap &heap = *user->home;
+    if (!lent_while_stopped(user, t_current_heap) || heap.phase == Phase::finding_unreachable) {
+        untrack_slow(op);
+        return;
+    }
+    untrack_tracked(heap, meta, op);
+}
+
+}  // namespace
+
 }  // namespace cyclegc::internal
 
 using namespace cyclegc::internal;
@@ -178,18 +196,16 @@ void cgc_gc_untrack(void *memory) {
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
         Heap &heap = *page_heap(page);
-        // (Another heap than the thread's current one: the slow path checks
-        // that the thread owns it.)
-        if (&heap == t_current_heap) {
-            if (untrack_newest(heap, meta, op)) return;
-            if (heap.phase != Phase::finding_unreachable) {  // (else misuse: the slow path reports it)
-                // (A local heap's own objects only: the rest are the shared heap's.)
-                if (!heap.is_local()) {
-                    untrack_not_newest(heap, meta, op);
-                    return;
-                }
-                if (untrack_own(heap, meta)) return;
+        // (Another heap than the thread's current one: untrack_other.)
+        if (&heap != t_current_heap) [[unlikely]] return untrack_other(page, meta, op);
+        if (untrack_newest(heap, meta, op)) return;
+        if (heap.phase != Phase::finding_unreachable) {  // (else misuse: the slow path reports it)
+            // (A local heap's own objects only: the rest are the shared heap's.)
+            if (!heap.is_local()) {
+                untrack_not_newest(heap, meta, op);
+                return;
             }
+            if (untrack_own(heap, meta)) return;
         }
     }
     untrack_slow(op);

@@ -297,6 +297,79 @@ TEST_F(SharedCountsTest, ACollectionFreesTheGarbageOfEveryOwnerAtOnce) {
     EXPECT_EQ(Linked::destroyed.load(), 4);
 }
 
+// A 2-cycle member whose tp_clear keeps itself (a reference in a global).
+struct Keeper {
+    cgc_object ob_base;
+    cgc_object *other;
+};
+cgc_object *g_kept = nullptr;
+bool g_keep_other_untracked = false;  // (keep the other member, untracked, not itself)
+int keeper_traverse(cgc_object *op, cgc_visitproc visit, void *arg) {
+    Py_VISIT(reinterpret_cast<Keeper *>(op)->other);
+    return 0;
+}
+int keeper_clear(cgc_object *op) {
+    if (!g_kept) {
+        cgc_object *kept = g_keep_other_untracked ? reinterpret_cast<Keeper *>(op)->other : op;
+        Py_INCREF(kept);
+        if (g_keep_other_untracked) PyObject_GC_UnTrack(kept);
+        g_kept = kept;
+    }
+    Py_CLEAR(reinterpret_cast<Keeper *>(op)->other);
+    return 0;
+}
+void keeper_dealloc(cgc_object *op) {
+    PyObject_GC_UnTrack(op);
+    Py_CLEAR(reinterpret_cast<Keeper *>(op)->other);
+    g_freed.fetch_add(1);
+    cgc_gc_del(op);
+}
+cgc_type keeper_type = [] {
+    cgc_type t{};
+    t.tp_name = "shared_counts_test.Keeper";
+    t.tp_basicsize = sizeof(Keeper);
+    t.tp_dealloc = keeper_dealloc;
+    t.tp_traverse = keeper_traverse;
+    t.tp_clear = keeper_clear;
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    return t;
+}();
+
+// The clearing counts its garbage with plain counts while the world is
+// stopped: an object it leaves alive (a survivor, or one a tp_clear
+// untracked) gets a shared heap's count word back, so that two threads
+// then count it exactly.
+class PlainGarbageTest : public SharedCountsTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PlainGarbageTest, AnObjectTheClearingKeepsAliveIsCountedByEveryThreadAgain) {
+    ASSERT_EQ(cgc_type_ready(&keeper_type), 0);
+    g_kept = nullptr;
+    g_keep_other_untracked = GetParam();
+    auto *a = reinterpret_cast<Keeper *>(cgc_gc_new(&keeper_type));
+    auto *b = reinterpret_cast<Keeper *>(cgc_gc_new(&keeper_type));
+    ASSERT_TRUE(a && b);
+    a->other = &b->ob_base;
+    b->other = &a->ob_base;
+    cgc_gc_track(a);
+    cgc_gc_track(b);
+    cgc_collect(2);
+    ASSERT_NE(g_kept, nullptr);
+    EXPECT_EQ(g_freed.load(), GetParam() ? 0 : 1);  // (untracked: the other one keeps the first)
+    EXPECT_LT(g_kept->ob_refcnt, 0);  // (a shared heap's count word, not a plain count)
+    EXPECT_EQ(Py_REFCNT(g_kept), 1);
+    cgc_object *kept = g_kept;
+    std::barrier middle(2);
+    std::thread other = attached_thread([&] { count_up_then_down(kept, middle); });
+    count_up_then_down(kept, middle);
+    other.join();
+    EXPECT_EQ(Py_REFCNT(kept), 1);
+    g_kept = nullptr;
+    Py_DECREF(kept);
+    EXPECT_EQ(g_freed.load(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(SurvivorOrUntracked, PlainGarbageTest, ::testing::Bool());
+
 // A thread that exits gives up its objects: they die on the thread that
 // drops them last, once, with their counts exact.
 TEST_F(SharedCountsTest, TheOwnerExitsWhileOthersHoldItsObjects) {
