@@ -175,7 +175,7 @@ bool count_gc_allocation(Heap &heap) {
         return false;
     if (heap.auto_mode == CGC_AUTO_AT_SAFEPOINT || trashcan_of(heap).depth > 0) {
         // Inside a deallocation objects may be half-destroyed: collect later.
-        heap.collection_due = true;
+        set_collection_due(heap, true);
         return false;
     }
     return true;

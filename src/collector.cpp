@@ -1325,7 +1325,7 @@ cgc_ssize_t collect(Heap &heap, int generation, bool incremental_final) {
     receive_transfers(heap);  // (the objects transferred here are tracked: they are collected too)
     // A stop-the-world full collection does a running cycle's work at once.
     if (generation == CGC_NUM_GENERATIONS - 1 && !incremental_final) abandon_cycle(heap);
-    heap.collection_due = false;
+    set_collection_due(heap, false);
     // Queued objects hold a reference the analysis would count as external.
     if (heap.is_shared()) merge_all_queues(heap);
     heap.phase = Phase::callbacks;
@@ -1382,7 +1382,7 @@ bool clear_garbage_slice(Heap &heap, SliceClock &slice_clock, uint64_t deadline,
 cgc_ssize_t collect_automatic(Heap &heap) {
     if (heap.shared && !stopped_by_this_thread(heap)) [[unlikely]]
         return collect_stopped(heap, 0, true);
-    heap.collection_due = false;
+    set_collection_due(heap, false);
     if (heap.collecting()) return 0;
     // (A shared heap's collections are not incremental: docs/gc.md.)
     if (heap.incremental.budget_ns && !heap.shared) return collect_automatic_incremental(heap);

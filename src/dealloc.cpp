@@ -211,8 +211,9 @@ void destroy_untracked(cgc_object *op, Heap &local, cgc_destructor destroy_and_f
 
 // release_cxx for a C++ object of the calling thread's shared heap, in a
 // page lent to the thread (its local heap `local`) or in the shared heap's
-// own pages (most often a collection's survivor, untracked under the state
-// lock): false (nothing done) for any other, or while a collection runs.
+// own pages (most often a collection's survivor): false (nothing done) for
+// any other, or while a collection runs. Untracked first, its destructor a
+// park point (destroy_untracked).
 // (Out of line: the C API's deaths in dealloc_shared_other pass it by.)
 [[gnu::noinline]] bool release_shared_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
     Page *page = page_of(op);
@@ -221,15 +222,39 @@ void destroy_untracked(cgc_object *op, Heap &local, cgc_destructor destroy_and_f
     // (Flags read only in a page of this thread or of the shared heap: in a
     // page lent to another thread, its owner writes them unlocked.)
     if ((heap != &local && heap != local.home) || (meta.flags & (kHeld | kHasWeakrefs))) return false;
-    if (heap == &local) {
-        if ((meta.flags & kTracked) && !untrack_own(local, meta)) return false;
-    } else {
-        StateLock guard(*heap);
-        if (heap->collecting()) return false;
-        if (meta.flags & kTracked) untrack_tracked(*heap, meta, op);
+    if (heap != &local || ((meta.flags & kTracked) && !untrack_own(local, meta))) {
+        // In the shared heap's pages, or listed in its lists (a stop took
+        // it back and collected nothing, an incremental cycle): untracked
+        // under the state lock, so that its destructor may park too.
+        Heap &home = *local.home;
+        StateLock guard(home);
+        if (home.collecting()) return false;
+        if (meta.flags & kTracked) untrack_tracked(home, meta, op);
     }
     destroy_untracked(op, local, destroy_and_free);
     return true;
+}
+
+// The shared trashcan's deferred deallocations (deallocations nested too
+// deep). Between two of them no deallocation runs and every deferred object
+// is untracked: a stop asked meanwhile parks the thread there. A C++ object
+// goes as release_shared_cxx takes it (its destructors park too; it has no
+// finalizer to resurrect it, so it is not tracked again first).
+void run_shared_deferred_deallocs(Trashcan &trashcan) {
+    while (cgc_object *op = trashcan.deferred) {
+        if (Heap *shared = t_attached_heap) safepoint(*shared);
+        uintptr_t link = deferred_link(op);
+        trashcan.deferred = deferred_next(link);
+        op->ob_refcnt = 0;
+        trashcan.depth = 1;
+        Heap *local = t_current_heap;
+        cgc_destructor destroy_cxx = op->ob_type->tp_cxx_destroy;
+        if (!destroy_cxx || !local || !local->is_local() || !release_shared_cxx(op, *local, destroy_cxx)) {
+            if (link & 1) cgc_gc_track(op);
+            destroy(op);
+        }
+        trashcan.depth = 0;
+    }
 }
 
 // Runs `deallocate` inside the thread's trashcan (a shared heap's).
@@ -238,7 +263,7 @@ void in_shared_trashcan(Deallocate deallocate) {
     Trashcan &trashcan = t_shared_trashcan;
     ++trashcan.depth;
     deallocate();
-    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    if (--trashcan.depth == 0 && trashcan.deferred) run_shared_deferred_deallocs(trashcan);
 }
 
 // dealloc_shared_at's deallocations: a C++ object in a page lent to the
@@ -327,7 +352,12 @@ static void dealloc_while_analysing(cgc_object *op) {
     ++trashcan.depth;
     destroy(op);
     --trashcan.depth;
-    if (trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    if (trashcan.depth == 0 && trashcan.deferred) {
+        if (heap.shared)
+            run_shared_deferred_deallocs(trashcan);
+        else
+            run_deferred_deallocs(trashcan);
+    }
 }
 
 bool release_cleared_cxx(Heap &heap, cgc_object *op, GcMeta &meta) {

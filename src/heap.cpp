@@ -412,6 +412,8 @@ cgc_ssize_t cgc_safepoint(void) {
     Heap &heap = current_heap();
     if (heap.shared) {
         safepoint(heap);
+        // (Read unlocked first: a loop that calls this often takes no lock.)
+        if (!std::atomic_ref(heap.collection_due).load(std::memory_order_relaxed)) return 0;
         bool due;
         {
             StateLock guard(heap);

@@ -187,6 +187,8 @@ struct Heap {
     // running analysis: it may have been cut short, so nothing is freed.
     bool traverse_failed = false;
     cgc_auto_mode auto_mode = CGC_AUTO_AT_ALLOCATION;
+    // (Written under the state lock, read without it by cgc_safepoint
+    // first: set_collection_due.)
     bool collection_due = false;
     bool finalizing = false;  // in cgc_finalize: no collection callbacks (as CPython at exit)
 
@@ -343,6 +345,9 @@ inline bool owned_here(Heap &heap, const char *function, const cgc_object *op) {
 #define CYCLEGC_OWNED_HERE(heap, function, op) true
 #endif
 
+inline void set_collection_due(Heap &heap, bool due) {
+    std::atomic_ref(heap.collection_due).store(due, std::memory_order_relaxed);
+}
 inline Trashcan &trashcan_of(Heap &heap) { return heap.shared ? t_shared_trashcan : heap.trashcan; }
 
 // ---- Shared heaps: attached threads, state lock, stop-the-world

@@ -107,6 +107,14 @@ class detached_scope {
     ~detached_scope() { cgc_thread_attach(); }
 };
 
+// A safepoint (cgc_safepoint): on a shared heap, the calling thread parks
+// here if another thread is stopping the world; then runs the automatic
+// collection that is due, if any, and returns what it found (0: none). A
+// loop that runs long without making objects (walking a large graph) calls
+// it now and then, else every collection waits for the loop's end. Cheap
+// when nothing is asked: a few loads.
+inline cgc_ssize_t safepoint() { return cgc_safepoint(); }
+
 }  // namespace cyclegc
 
 #endif

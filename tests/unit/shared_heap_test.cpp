@@ -781,9 +781,9 @@ TEST_F(SharedHeapTest, CollectionsFindGarbageAmongSurvivorsInThreadsPages) {
     expect_all_freed_once();
 }
 
-// A C++ tree whose destructors, from the 1000th on, each wait 200 us (5 s
+// C++ objects whose destructors, from the 1000th on, each wait 200 us (5 s
 // at most in all) until another thread's collection has run: it must stop
-// the world while this thread is still releasing the tree, between two
+// the world while this thread is still releasing them, between two
 // destructors.
 struct WaitingTree : cyclegc::object {
     static inline std::atomic<long> destroyed{0};
@@ -804,6 +804,11 @@ struct WaitingTree : cyclegc::object {
             collected_before_end = collected.load();
         }
     }
+    static void reset() {
+        destroyed = 0;
+        nodes = 0;
+        stop_wanted = collected = collected_before_end = false;
+    }
     static cyclegc::ref<WaitingTree> build(int depth) {
         auto node = cyclegc::make<WaitingTree>();
         ++nodes;
@@ -813,22 +818,39 @@ struct WaitingTree : cyclegc::object {
         }
         return node;
     }
+    // A list of `length` objects, each the next one's `left`: releasing
+    // its head nests deeper than the trashcan's limit.
+    static cyclegc::ref<WaitingTree> chain(long length) {
+        cyclegc::ref<WaitingTree> head;
+        for (long i = 0; i < length; ++i) {
+            auto node = cyclegc::make<WaitingTree>();
+            node->left = std::move(head);
+            head = std::move(node);
+        }
+        nodes += length;
+        return head;
+    }
 };
 
-// A thread that releases a large tree of C++ objects parks between its
-// objects' destructors when another thread stops the world (each object
-// untracked before its destructor runs, none is tracked at count 0): the
-// stop does not wait for the whole tree.
-TEST_F(SharedHeapTest, AStopReachesAThreadReleasingALargeTree) {
+// `release` (on an attached thread) makes and releases WaitingTree
+// objects; another attached thread, which calls cyclegc::safepoint() while
+// it waits, collects once 1000 are destroyed: the stop must not wait for
+// the end of the release.
+template <class Release>
+void expect_a_stop_during(cgc_heap *heap, Release release) {
+    WaitingTree::reset();
     cgc_set_threshold(0, 0);  // (no automatic collection)
     std::thread releaser([&] {
-        cgc_heap_set_current(heap_);
-        WaitingTree::build(14);  // (dropped at once)
+        cgc_heap_set_current(heap);
+        release();
         cgc_heap_set_current(nullptr);
     });
     std::thread collector([&] {
-        cgc_heap_set_current(heap_);
-        while (!WaitingTree::stop_wanted) std::this_thread::yield();
+        cgc_heap_set_current(heap);
+        while (!WaitingTree::stop_wanted) {
+            cyclegc::safepoint();
+            std::this_thread::yield();
+        }
         cgc_collect(0);
         WaitingTree::collected = true;
         cgc_heap_set_current(nullptr);
@@ -839,6 +861,29 @@ TEST_F(SharedHeapTest, AStopReachesAThreadReleasingALargeTree) {
     join_detached(threads);
     EXPECT_TRUE(WaitingTree::collected_before_end) << "the stop waited for the end of the release";
     EXPECT_EQ(WaitingTree::destroyed.load(), WaitingTree::nodes);
+}
+
+// A thread that releases a large tree of C++ objects parks between its
+// objects' destructors when another thread stops the world (each object
+// untracked before its destructor runs, none is tracked at count 0).
+TEST_F(SharedHeapTest, AStopReachesAThreadReleasingALargeTree) {
+    expect_a_stop_during(heap_, [] { WaitingTree::build(14); /* (dropped at once) */ });
+}
+
+// The same with a tree that a stop took back before its release (listed
+// in the shared heap's generation 0: no collection ran), which untracks
+// each object under the state lock.
+TEST_F(SharedHeapTest, AStopReachesAThreadReleasingATreeListedByAStop) {
+    expect_a_stop_during(heap_, [] {
+        auto tree = WaitingTree::build(14);
+        EXPECT_GT(cyclegc::get_objects(0).size(), 16000u);  // (a stop, the tree listed)
+    });
+}
+
+// The same with a list nested deeper than the trashcan's limit: the thread
+// parks between two deferred deallocations too.
+TEST_F(SharedHeapTest, AStopReachesAThreadReleasingALongList) {
+    expect_a_stop_during(heap_, [] { WaitingTree::chain(20000); });
 }
 
 // Threads that never choose a heap each get one of their own.
