@@ -232,6 +232,26 @@ void *allocate_counted(Heap &heap, size_t size) {
     return allocate_shared(heap, local, size);
 }
 
+namespace {
+
+// cgc_gc_raw_bind_slot's end: the offset and the tracking in one store (see
+// track_fast). (A shared heap's object is tracked under its state lock, by
+// track_slow.)
+[[gnu::always_inline]] inline void bind_tracked(Heap &heap, GcMeta &meta, uint64_t bits, cgc_object *op, int track,
+                                                bool maybe_local) {
+    bool tracked = track && &heap == t_current_heap && try_track(heap, bits, op, maybe_local);
+    set_meta_bits(meta, bits);
+    if (track && !tracked) track_slow(op);
+}
+
+[[gnu::noinline]] void bind_shared_slot(Page *page, Heap &heap, GcMeta &meta, uint64_t bits, cgc_object *op,
+                                        int track) {
+    init_shared_object(*heap.home, *heap.shared, op, shared_count_at(page, meta));
+    bind_tracked(heap, meta, bits, op, track, true);
+}
+
+}  // namespace
+
 }  // namespace cyclegc::internal
 
 using namespace cyclegc::internal;
@@ -410,14 +430,12 @@ void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
     auto &meta = *static_cast<GcMeta *>(slot.gc_meta);
     auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(slot.memory));
     uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
-    // The offset and the tracking in one store (see track_fast). (A shared
-    // heap's object is tracked under its state lock, by track_slow.)
     Page *page = page_of(slot.memory);
     Heap &heap = *page_heap(page);
-    if (heap.is_shared()) [[unlikely]] init_shared_object(*heap.home, *heap.shared, op, shared_count_at(page, meta));
-    bool tracked = track && &heap == t_current_heap && try_track(heap, bits, op);
-    set_meta_bits(meta, bits);
-    if (track && !tracked) track_slow(op);
+    // (Out of line, so that the confined path makes no call but the slow
+    // path's tail call, and saves no registers.)
+    if (heap.is_shared()) [[unlikely]] return bind_shared_slot(page, heap, meta, bits, op, track);
+    bind_tracked(heap, meta, bits, op, track, false);
 }
 
 void cgc_gc_raw_bind(void *memory, cgc_object *op, int track) {

@@ -211,6 +211,9 @@ class YoungCandidates {
                 generation = 0;
             }
         }
+        // (In a shared heap, a local heap's young objects are listed by its
+        // stops: positions and words may differ.)
+        words_are_positions_ = generation == 0 && heap.young_unlisted[0] == 0 && !heap.is_shared();
         add_unlisted(generation);
         if (list_.size() > kCachedMetas) return;
         try {
@@ -235,6 +238,16 @@ class YoungCandidates {
     YoungCandidates(const YoungCandidates &) = delete;
     YoungCandidates &operator=(const YoungCandidates &) = delete;
 
+    // Whether the candidates are generation 0's listed objects alone, each
+    // object's word its position in the set, and every tracked object of
+    // generation 0 in the heap's pages one of them (see count_in_one_pass).
+    bool words_are_positions() const { return words_are_positions_; }
+    // The candidates' addresses, without their GcMeta.
+    template <typename F>
+    void for_each_address(F f) {
+        for (cgc_object *op : list_) f(op);
+    }
+
     template <typename F>
     void for_each(F f) {
         size_t n = list_.size();
@@ -242,10 +255,15 @@ class YoungCandidates {
             for (size_t i = 0; i < n; ++i) f(list_[i], *metas_[i]);
             return;
         }
-        // The first pass (or each one, without room for them).
+        // The first pass (or each one, without room for them). (Two loops:
+        // no test per object.)
+        if (!caching_) {
+            for (cgc_object *op : list_) f(op, meta_of(op));
+            return;
+        }
         for (cgc_object *op : list_) {
             GcMeta *meta = &meta_of(op);
-            if (caching_) metas_.push_back(meta);  // (into the room reserved)
+            metas_.push_back(meta);  // (into the room reserved)
             f(op, *meta);
         }
     }
@@ -276,6 +294,7 @@ class YoungCandidates {
     ObjectArray list_;
     std::vector<GcMeta *> &metas_;
     bool caching_ = false;
+    bool words_are_positions_ = false;
 };
 
 // Step 1a, its first half (and 3's): every candidate is flagged and its
@@ -349,6 +368,62 @@ bool count_external_refs(Heap &heap, Set &set) {
         traverse(op, visit_subtract, &is_candidate);
     });
     return finalizers;
+}
+
+struct Found {
+    cgc_ssize_t candidates = 0;
+    cgc_ssize_t unreachable = 0;
+    // False when no unreachable object can have tp_del or tp_finalize, so
+    // that the pass looking for them is skipped.
+    bool maybe_finalizers = true;
+};
+
+// visit_subtract when no flag tells the candidates (count_in_one_pass): a
+// tracked generation-0 object on a candidate page is one, flagged yet or not.
+int visit_subtract_young(cgc_object *child, void *arg) {
+    auto *is_candidate = static_cast<CandidateTest *>(arg);
+    if (!(*is_candidate)(child)) return 0;
+    GcMeta &meta = meta_of(child);
+    constexpr uint64_t kPlace = meta_flag_bits(kTracked | kUncollectable) | kMetaGenerationBits;
+    if ((meta_bits(meta) & kPlace) == meta_flag_bits(kTracked)) meta.word -= 1;
+    return 0;
+}
+
+// Steps 1a and 1b of a generation-0 collection in one pass over the objects,
+// with no pass zeroing the words first (flag_candidates): each candidate's
+// word is its position in the set, so a reference subtracted before the pass
+// reaches its target is counted from that position, which the pass takes off
+// as it adds the count. A pass over the addresses alone builds the page
+// filter first; with no filter (its pages would not tell this heap's
+// objects), false: the caller takes the general way.
+template <typename Set>
+bool count_in_one_pass(Heap &, Set &, Found &) {
+    return false;
+}
+bool count_in_one_pass(Heap &heap, YoungCandidates &set, Found &found) {
+    if (!set.words_are_positions()) return false;
+    PageFilter &filter = heap.candidate_pages;
+    if (!filter.active) return false;
+    // (filter_add's test, with the arena's base and the last page in registers)
+    auto base = reinterpret_cast<uintptr_t>(g_arena->base());
+    size_t last_page = SIZE_MAX;
+    set.for_each_address([&](cgc_object *op) {
+        size_t page = (reinterpret_cast<uintptr_t>(op) - base) / kPageSize;
+        if (page != last_page) filter_add_page(heap, last_page = page);
+    });
+    if (!filter.active) return false;
+    CandidateTest is_candidate{heap.candidate_pages};
+    bool finalizers = false;
+    uint32_t position = 0;
+    set.for_each([&](cgc_object *op, GcMeta &meta) {
+        meta.word = meta.word - position++ + counted_refs(op);
+        meta.flags = static_cast<uint8_t>((meta.flags | kCollecting) & ~kReachable);
+        finalizers |= has_finalizer_slot(op);
+        traverse(op, visit_subtract_young, &is_candidate);
+    });
+    found.candidates = position;
+    found.maybe_finalizers = finalizers;
+    return true;
 }
 
 void report_broken_count(Heap &heap, cgc_object *op, cgc_ssize_t found);
@@ -444,14 +519,6 @@ inline void count_long_lived(Heap &heap, GcMeta &meta) {
     meta.schedule = kPromotedPending;
     ++heap.long_lived_pending;
 }
-
-struct Found {
-    cgc_ssize_t candidates = 0;
-    cgc_ssize_t unreachable = 0;
-    // False when no unreachable object can have tp_del or tp_finalize, so
-    // that the pass looking for them is skipped.
-    bool maybe_finalizers = true;
-};
 
 // A survivor of step 1: back to generation `older`, counted toward the next
 // full collection if `promoting` it there.
@@ -775,8 +842,10 @@ Found find_unreachable(Heap &heap, Set &set, int older, bool promoting = true) {
     AnalysisPhase analysis(heap);
     Found found;
     filter_begin(heap);
-    found.candidates = flag_candidates(heap, set);
-    found.maybe_finalizers = count_external_refs(heap, set);
+    if (!count_in_one_pass(heap, set, found)) {
+        found.candidates = flag_candidates(heap, set);
+        found.maybe_finalizers = count_external_refs(heap, set);
+    }
     mark_and_sweep(heap, set, older, promoting, found);
     filter_end(heap);
     return found;

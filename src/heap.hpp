@@ -556,8 +556,9 @@ inline Heap &heap_of(const cgc_object *op) { return *page_heap(page_of(op))->hom
 // to store; false: take the slow path (which reports misuse). While a
 // collection analyses the graph, generation 0's array is parked (see
 // AnalysisPhase in collector.cpp) and has no room: tracking from tp_traverse
-// takes the slow path, with no phase test here.
-inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
+// takes the slow path, with no phase test here. `maybe_local`: false when
+// the caller knows the heap is no shared heap's local heap (no call then).
+inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op, bool maybe_local = true) {
     ObjectArray &young = heap.young[0];
     // (Tracked already, or a slot freed already: the slow path reports it.)
     if ((bits ^ meta_flag_bits(kAllocated)) & meta_flag_bits(kAllocated | kTracked)) return false;
@@ -570,7 +571,7 @@ inline bool try_track(Heap &heap, uint64_t &bits, cgc_object *op) {
         ++heap.young_unlisted[0];
         word = heap.unlisted_word;
         // (A local heap's: its next stop lists the object from its page.)
-        if (heap.is_local()) heap.space.mark_fresh(page_of(op));
+        if (maybe_local && heap.is_local()) heap.space.mark_fresh(page_of(op));
     } else {
         young.push_back(op);
     }

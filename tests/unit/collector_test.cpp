@@ -298,6 +298,42 @@ TEST_F(CollectorTest, ReferenceFromOlderGenerationKeepsYoungObjectAlive) {
     EXPECT_EQ(counters.deallocated, 2);
 }
 
+// A young collection counts a reference to a candidate its pass has not
+// reached yet (g1 -> g2, a -> b: tracked later) as one to a reached one, and
+// none to a generation-1 neighbour (x, referenced from young objects on the
+// same pages): x keeps its index in generation 1's array.
+TEST_F(CollectorTest, YoungCountsReferencesAheadAndLeavesOlderNeighboursAlone) {
+    Node *older[3];
+    for (int i = 0; i < 3; ++i) older[i] = new_node(10 + i);
+    EXPECT_EQ(cgc_collect(0), 0);
+    Node *x = older[1];
+    ASSERT_EQ(generation_of(x), 1);
+    Node *g1 = new_node(1);
+    Node *a = new_node(2);
+    Node *g2 = new_node(3);
+    Node *b = new_node(4);
+    link_next(g1, g2);  // ahead of the pass
+    link_next(g2, g1);
+    link_next(a, b);    // ahead, and b held through a alone
+    link_next(b, a);
+    for (Node *node : {g1, g2, a}) link_extra(node, obj(x));
+    for (Node *node : {g1, g2, b}) cgc_decref(obj(node));
+    EXPECT_EQ(cgc_collect(0), 2);
+    EXPECT_EQ(counters.deallocated, 2);
+    EXPECT_EQ(generation_of(a), 1);
+    EXPECT_EQ(generation_of(b), 1);
+    EXPECT_EQ(a->next, obj(b));
+    gci::Heap &heap = heap_state();
+    uint32_t index = gci::meta_of(obj(x)).word;
+    ASSERT_LT(index, heap.young[1].size());
+    EXPECT_EQ(heap.young[1][index], obj(x));
+    for (Node *node : older) cgc_decref(obj(node));
+    cgc_decref(obj(a));  // a <-> b garbage, x held by a alone
+    EXPECT_EQ(cgc_collect(1), 3);
+    EXPECT_EQ(counters.deallocated, 7);
+    EXPECT_EQ(tracked_in(1), 0);
+}
+
 // ---- Counts (CPython's test_collect_generations) ----------------------------
 
 TEST_F(CollectorTest, CountsFollowCollections) {
