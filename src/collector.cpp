@@ -487,7 +487,7 @@ bool mark_reachable(Heap &heap, Set &set) {
     set.for_each([&](cgc_object *op, GcMeta &meta) {
         int32_t refs = signed_refs(meta);
         if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
-            report_broken_count(heap, op, refcount_of(op) - refs);
+            report_broken_count(heap, op, cgc_refcount(op) - refs);
         if (stack.failed || refs == 0 || (meta.flags & kReachable)) return;
         mark_from(op, meta, stack);
     });
@@ -577,7 +577,7 @@ void mark_and_sweep(Heap &heap, Set &set, int older, bool promoting, Found &foun
         set.for_each([&](cgc_object *op, GcMeta &meta) {
             int32_t refs = signed_refs(meta);
             if (refs < 0) [[unlikely]]  // kept alive: marked as referenced from outside
-                report_broken_count(heap, op, refcount_of(op) - refs);
+                report_broken_count(heap, op, cgc_refcount(op) - refs);
             if (meta.flags & kReachable) {
                 ++marked_survivors;
             } else if (stack.failed) {
@@ -725,13 +725,13 @@ void report_broken_count(Heap &heap, cgc_object *op, cgc_ssize_t found) {
            "collector: object %p of type '%s' has reference count %td, but %td references to it "
            "were found (%s): a tp_traverse visits a reference it does not own (or one twice), or "
            "a Py_INCREF is missing; the object is kept alive",
-           static_cast<void *>(op), type_name_of(op), refcount_of(op), found, from);
+           static_cast<void *>(op), type_name_of(op), cgc_refcount(op), found, from);
 }
 
 // A full collection's candidate whose count is at or below zero, or below
 // the references found to it: reported; the caller keeps it alive.
 [[gnu::noinline]] void report_bad_count(Heap &heap, cgc_object *op, const GcMeta &meta) {
-    cgc_ssize_t refcnt = refcount_of(op);
+    cgc_ssize_t refcnt = cgc_refcount(op);
     if (refcnt <= 0) {
         report(CGC_ERR_CORRUPTION,
                "collector: tracked object %p of type '%s' has reference count %td: its "
@@ -777,7 +777,7 @@ Found find_unreachable_full(Heap &heap) {
         if (stack.failed) return;
         // Marked already (by an object behind the walk, which left its
         // traversal to the walk), or referenced from outside: traversed now.
-        cgc_ssize_t refcnt = refcount_of(op);
+        cgc_ssize_t refcnt = cgc_refcount(op);
         auto found_refs = static_cast<cgc_ssize_t>(meta.word);
         if (!(meta.flags & kReachable)) {
             if (refcnt == found_refs && refcnt > 0) {  // referenced from candidates only, so far
@@ -996,7 +996,7 @@ void save_as_garbage(Heap &heap, cgc_object *op) {
            "collector: object %p of type '%s' is still tracked after its tp_dealloc ran (reference "
            "count %td): a tp_dealloc must untrack and free its object; not cleared nor deallocated "
            "again, left untracked (leaked)",
-           static_cast<void *>(op), type_name_of(op), refcount_of(op));
+           static_cast<void *>(op), type_name_of(op), cgc_refcount(op));
     remove_from_lists(heap, op, meta_of(op));
 }
 
@@ -1362,7 +1362,7 @@ bool keep_some_survivors(Heap &heap, ClearClock &clock) {
         cgc_object *&op = to_clear[cycle.survivor_cursor++];
         if (!op) continue;
         --cycle.pending.collected;
-        if (refcount_of(op) <= 0) [[unlikely]] {
+        if (cgc_refcount(op) <= 0) [[unlikely]] {
             forget_undead(heap, op);
             continue;
         }
