@@ -60,6 +60,22 @@ Node *old_chain(int n, int first_id = 0) {
     return newest;
 }
 
+// `n` 2-cycles moved to generation 2, then dropped: garbage (borrowed).
+std::vector<Node *> old_garbage_pairs(int n, int first_id) {
+    std::vector<Node *> pairs;
+    for (int i = 0; i < n; ++i) {
+        Node *a = new_node(first_id + 2 * i), *b = new_node(first_id + 2 * i + 1);
+        link_next(a, b);
+        link_next(b, a);
+        pairs.push_back(a);
+        pairs.push_back(b);
+    }
+    cgc_collect(1);
+    cgc_collect(1);
+    for (Node *node : pairs) cgc_decref(obj(node));
+    return pairs;
+}
+
 // A self cycle in generation 2 that nothing else refers to.
 Node *old_garbage_self_cycle(int id) {
     Node *node = new_node(id);
@@ -73,17 +89,7 @@ Node *old_garbage_self_cycle(int id) {
 
 TEST_F(IncrementalTest, GarbageIsFoundOverSeveralSlices) {
     Node *live = old_chain(5000);
-    std::vector<Node *> pairs;
-    for (int i = 0; i < 100; ++i) {
-        Node *a = new_node(1000 + i), *b = new_node(2000 + i);
-        link_next(a, b);
-        link_next(b, a);
-        pairs.push_back(a);
-        pairs.push_back(b);
-    }
-    cgc_collect(1);
-    cgc_collect(1);  // all in generation 2
-    for (Node *node : pairs) cgc_decref(obj(node));
+    old_garbage_pairs(100, 1000);
     EXPECT_EQ(counters.deallocated, 0);
     int slices = finish_cycle();
     EXPECT_GT(slices, 4);  // each step took several
@@ -102,17 +108,7 @@ TEST_F(IncrementalTest, GarbageIsFoundOverSeveralSlices) {
 // pair; a mark lost in step C gathers a live node of the chain.
 TEST_F(IncrementalTest, ReferencesPendingAtASliceEndAreCountedInIt) {
     Node *live = old_chain(3000, 100000);
-    std::vector<Node *> pairs;
-    for (int i = 0; i < 3000; ++i) {
-        Node *a = new_node(2 * i), *b = new_node(2 * i + 1);
-        link_next(a, b);
-        link_next(b, a);
-        pairs.push_back(a);
-        pairs.push_back(b);
-    }
-    cgc_collect(1);
-    cgc_collect(1);  // all in generation 2
-    for (Node *node : pairs) cgc_decref(obj(node));
+    std::vector<Node *> pairs = old_garbage_pairs(3000, 0);
     EXPECT_GT(slice_until(Step::final), 20);
     EXPECT_EQ(cycle().gathered.size(), pairs.size());  // every pair, no node of the chain
     finish_freeing(6000, 6000);
