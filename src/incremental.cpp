@@ -788,9 +788,15 @@ cgc_ssize_t collect_automatic_incremental(Heap &heap) {
     }
     cycle.count_at_slice = young.count;
     // The next slice: after kSliceInterval more allocations at most (an
-    // eighth of that while the cycle is in debt, so that it pays it off).
+    // eighth of that while the cycle is in debt, so that it pays it off; at
+    // the next allocation once the debt outgrows what kSliceInterval
+    // allocations ask: where the budget's 9/20 buys less than their least
+    // work, a slow machine or build, the program slows, the heap does not
+    // outgrow the cycle).
     heap.apply_young_threshold();
-    cgc_ssize_t interval = cycle.debt ? kSliceInterval / 8 : kSliceInterval;
+    cgc_ssize_t interval = !cycle.debt                                     ? kSliceInterval
+                           : cycle.debt < kSliceInterval * kWorkPerAllocation ? kSliceInterval / 8
+                                                                              : 1;
     if ((cycle.running() || leftovers(heap)) && young.threshold != PTRDIFF_MAX)
         young.threshold = std::min(young.threshold, young.count + interval);
     return found;
