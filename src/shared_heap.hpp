@@ -30,7 +30,9 @@ struct SharedHeap {
     // Set while a thread stops the world (and until it restarts it): read
     // without the lock at every safepoint.
     std::atomic<bool> stop_requested{false};
-    int running = 0;  // attached threads neither detached nor parked
+    // Attached threads neither detached nor parked (changed under the
+    // lock; read without it by the stopping thread while it spins).
+    std::atomic<int> running{0};
     int attached = 0;  // attached threads (detached ones included)
     // The attached threads' local heaps (local_heaps.cpp), each used by its
     // thread's fast paths without the state lock, and by a stopped world.
