@@ -14,7 +14,7 @@
 // second, the whole program's.
 //
 // Variants: cyclegc on one shared heap that every thread is attached to
-// (a worker's check calls cyclegc::safepoint() every 4,096 nodes, as
+// (a worker's check calls cyclegc::safepoint() every 1,024 nodes, as
 // docs/cpp.md asks of a loop that allocates nothing),
 // shared_ptr (atomic counts, threads running), unique_ptr (the floor; the
 // workers read the long-lived tree by reference), boehm (threads registered).
