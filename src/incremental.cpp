@@ -583,10 +583,16 @@ bool prove_batches(Heap &heap, SliceClock &clock, uint64_t ns, uint64_t hard, si
         if (!take_batch(heap, limit)) return true;
         proven += cycle.batch.size();
         auto objects = static_cast<double>(cycle.batch.size());
-        uint64_t began = clock.elapsed_upper_bound();
+        // (On the pause clock exactly: the cheap upper bound counts the time
+        // the thread waited for a core, which made later batches too small.)
+        uint64_t began = clock.elapsed();
         prove_batch(heap);
-        double per_object = static_cast<double>(clock.elapsed_upper_bound() - began) / objects;
-        cycle.ns_per_object = std::max(1.0, 0.75 * cycle.ns_per_object + 0.25 * per_object);
+        double per_object = static_cast<double>(clock.elapsed() - began) / objects;
+        // A batch costlier than the estimate sets it at once (the next batch
+        // is sized by that cost); a cheaper one lowers it a quarter of the
+        // way. (Averaged both ways, a batch 5x its estimate left the next
+        // ones too large: a batch in a hundred cost over twice its estimate.)
+        cycle.ns_per_object = std::max({1.0, per_object, 0.75 * cycle.ns_per_object + 0.25 * per_object});
     }
 }
 

@@ -699,6 +699,44 @@ TEST_F(IncrementalTest, PartsLinkedAfterTheyWereFoundAreProvenApartAndKept) {
     cgc_decref(obj(live));
 }
 
+// What step F's batches cost per object, timed from outside (inside the
+// library's own timing of each batch) on the heap's pause clock.
+struct BatchTimer {
+    gci::IncrementalCycle *cycle;
+    bool thread_clock;
+    gci::SliceClock clock{false};
+    size_t objects = 0;
+    double costliest = 0;  // ns per object, the costliest batch's
+    static void observe(void *context, gci::IncrementalEvent event) {
+        auto *timer = static_cast<BatchTimer *>(context);
+        if (event == gci::IncrementalEvent::batch_begin) {
+            timer->objects = timer->cycle->batch.size();
+            timer->clock = gci::SliceClock(timer->thread_clock);
+        } else if (event == gci::IncrementalEvent::batch_end && timer->objects) {
+            double cost = static_cast<double>(timer->clock.elapsed()) / static_cast<double>(timer->objects);
+            timer->costliest = std::max(timer->costliest, cost);
+        }
+    }
+};
+
+// A batch costlier per object than the estimate step F sized it by raises
+// the estimate to its cost at once (averaged, the next batches overran too).
+TEST_F(IncrementalTest, ABatchCostlierThanItsEstimateSetsItAtOnce) {
+    Node *live = old_chain(100);
+    old_garbage_self_cycles(50, 1000);
+    slice_until(Step::final);
+    cycle().ns_per_object = 1;  // below what any batch costs
+    BatchTimer timer{&cycle(), heap_state().pause_clock_thread_cpu};
+    cycle().observer = &BatchTimer::observe;
+    cycle().observer_context = &timer;
+    EXPECT_EQ(cgc_collect_slice(1), 0);  // one batch (one part)
+    ASSERT_GT(timer.costliest, 0.0);
+    EXPECT_GE(cycle().ns_per_object, timer.costliest);
+    cycle().observer = nullptr;
+    finish_freeing(50, 50);
+    cgc_decref(obj(live));
+}
+
 // ---- The pause histogram ------------------------------------------------
 
 TEST(PauseHistogram, BucketsAreLogLinear) {
