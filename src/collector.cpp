@@ -1043,6 +1043,89 @@ bool clear_one(Heap &heap, cgc_object *op, bool save_all) {
     return true;
 }
 
+// Step 4 on C++ objects without finalize() (tp_cxx_destroy), in windows of
+// the set: each member is held (a count and kHeld), then cleared, so that
+// a clear's decrement of another member never reaches 0 (no cascade, no
+// test); then each one the hold alone keeps is untracked and destroyed
+// (tp_cxx_destroy: its destructor, the free). Every destructor sees its
+// traced references cleared, as release_cxx_untracking's do. A member
+// still referenced (a const ref of a member not destroyed yet, or
+// resurrected by an outside destructor) stays held: release_holds.
+constexpr size_t kClearWindow = 256;
+
+inline bool can_hold_cxx(cgc_object *op, const GcMeta &meta) {
+    const cgc_type *type = op->ob_type;
+    return type->tp_cxx_destroy && type->tp_clear && op->ob_refcnt > 0 &&
+           allocated_without(meta, kHeld | kHasWeakrefs);
+}
+
+// The member at `entry`, held and cleared: destroyed if the hold is its
+// only reference (false: left held).
+inline bool destroy_if_only_held(Heap &heap, cgc_object *&entry, GcMeta &meta) {
+    cgc_object *op = entry;
+    uint64_t bits = meta_bits(meta);
+    constexpr uint64_t kTested = meta_flag_bits(kAllocated | kTracked | kCollecting | kHeld | kHasWeakrefs);
+    if (op->ob_refcnt != 1 || (bits & kTested) != meta_flag_bits(kAllocated | kTracked | kCollecting | kHeld))
+        return false;
+    entry = nullptr;  // (untracked as untrack_not_newest does a member)
+    set_meta_bits(meta, bits & ~meta_flag_bits(kTracked | kCollecting | kReachable | kHeld));
+    op->ob_refcnt = 0;
+    Trashcan &trashcan = heap.trashcan;
+    ++trashcan.depth;
+    op->ob_type->tp_cxx_destroy(op);
+    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    return true;
+}
+
+// Returns where it stopped: the set's end, or the first object that is no
+// such C++ object (the rest take clear_one). `held_left`: members left held.
+size_t clear_cxx_members(Heap &heap, bool &held_left) {
+    auto &unreachable = heap.unreachable;
+    size_t n = unreachable.size();
+    if (heap.is_shared() || t_current_heap != &heap || heap.diagnostics.state ||
+        heap.trashcan.depth >= kMaxDeallocDepth)
+        return 0;
+    GcMeta *metas[kClearWindow];
+    for (size_t start = 0; start < n;) {
+        size_t end = std::min(n, start + kClearWindow), stop = start;
+        for (; stop < end; ++stop) {
+            cgc_object *op = unreachable[stop];
+            if (!op) continue;
+            GcMeta &meta = meta_of(op);
+            if (!can_hold_cxx(op, meta)) [[unlikely]]
+                break;
+            ++op->ob_refcnt;
+            meta.flags |= kHeld;
+            metas[stop - start] = &meta;
+        }
+        for (size_t i = start; i < stop; ++i) {
+            if (cgc_object *op = unreachable[i]) {
+                cgc_inquiry clear = op->ob_type->tp_clear;
+                call_user_code("tp_clear", op, [&] { clear(op); });
+            }
+        }
+        for (size_t i = start; i < stop; ++i)
+            if (unreachable[i] && !destroy_if_only_held(heap, unreachable[i], *metas[i - start])) held_left = true;
+        if (stop < end) return stop;
+        start = end;
+    }
+    return n;
+}
+
+// clear_cxx_members' members left held, once every clear has run: the
+// cleared ones that the hold alone keeps are destroyed, the others let go.
+void release_holds(Heap &heap) {
+    auto &unreachable = heap.unreachable;
+    for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
+        cgc_object *op = unreachable[i];
+        if (!op) continue;
+        GcMeta &meta = meta_of(op);
+        if (!(meta.flags & kHeld) || destroy_if_only_held(heap, unreachable[i], meta)) continue;
+        let_go(meta, false);
+        cgc_decref(op);
+    }
+}
+
 // Step 4. Returns how many of the unreachable objects were not freed: they
 // survived the clears, or their tp_dealloc left them (forget_undead). (One
 // that user code untracks meanwhile leaves the set as a freed one does, and
@@ -1054,9 +1137,17 @@ cgc_ssize_t clear_garbage(Heap &heap, int older) {
     cgc_ssize_t not_freed = 0;
     // (Entries may be emptied meanwhile, never added: nothing is swept.)
     auto &unreachable = heap.unreachable;
-    for (size_t i = 0, n = unreachable.size(); i < n; ++i) {
+    bool held_left = false;
+    size_t start = save_all ? 0 : clear_cxx_members(heap, held_left);
+    for (size_t i = start, n = unreachable.size(); i < n; ++i) {
         cgc_object *op = unreachable[i];
         if (op && !clear_one(heap, op, save_all)) ++not_freed;
+    }
+    if (held_left) {
+        release_holds(heap);
+    } else if (start == unreachable.size()) {  // (clear_cxx_members destroyed every one)
+        unreachable.clear();
+        return 0;
     }
     // What is still here survived the clears (an object cleared early may
     // have been freed by a later clear: counted only now).

@@ -179,17 +179,6 @@ bool is_deferred(Heap &heap, const cgc_object *op) {
     return false;
 }
 
-void run_deferred_deallocs(Trashcan &trashcan) {
-    while (cgc_object *op = trashcan.deferred) {
-        uintptr_t link = deferred_link(op);
-        trashcan.deferred = deferred_next(link);
-        op->ob_refcnt = 0;
-        if (link & 1) cgc_gc_track(op);
-        trashcan.depth = 1;
-        destroy(op);
-        trashcan.depth = 0;
-    }
-}
 
 // Runs an untracked C++ object's destructor and frees it (in dealloc_shared,
 // which counted it in the trashcan's depth). While every deallocation it
@@ -357,6 +346,18 @@ static void dealloc_while_analysing(cgc_object *op) {
             run_shared_deferred_deallocs(trashcan);
         else
             run_deferred_deallocs(trashcan);
+    }
+}
+
+void run_deferred_deallocs(Trashcan &trashcan) {
+    while (cgc_object *op = trashcan.deferred) {
+        uintptr_t link = deferred_link(op);
+        trashcan.deferred = deferred_next(link);
+        op->ob_refcnt = 0;
+        if (link & 1) cgc_gc_track(op);
+        trashcan.depth = 1;
+        destroy(op);
+        trashcan.depth = 0;
     }
 }
 

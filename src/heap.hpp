@@ -663,6 +663,8 @@ inline bool untrack_own(Heap &local, GcMeta &meta) {
 // Py_DECREF, without that path's tests and second tp_clear. False (nothing
 // done) otherwise: the caller drops its reference.
 bool release_cleared_cxx(Heap &heap, cgc_object *op, GcMeta &meta);
+// Runs the deallocations the trashcan deferred (at depth 0).
+void run_deferred_deallocs(Trashcan &trashcan);
 
 // Puts a tracked object in generation `generation` (its lists).
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation);

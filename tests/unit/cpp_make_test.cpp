@@ -378,6 +378,90 @@ TEST_F(CppMake, FinalizeRunsOnRefcountDeathToo) {
     EXPECT_EQ(Phased::destroyed, 3);
 }
 
+// A collected cycle without finalize(): every member is cleared before the
+// destructors run, but a `const ref` cannot be cleared; the member it
+// points to lives until the holder's destructor has run (docs/cpp.md).
+struct ConstChain : cyclegc::object {
+    static inline int destroyed = 0;
+    static inline int saw_uncleared = 0;
+    static inline int saw_dead_neighbour = 0;
+    const ref<ConstChain> previous;  // (never cleared)
+    ref<ConstChain> closing;
+    bool alive = true;
+    explicit ConstChain(ref<ConstChain> p) : previous(std::move(p)) {}
+    void trace(tracer &t) { t(previous, closing); }
+    ~ConstChain() {
+        if (closing) ++saw_uncleared;
+        if (previous && !previous->alive) ++saw_dead_neighbour;
+        alive = false;
+        ++destroyed;
+    }
+};
+
+// Length 2: the first member is still referenced when its turn comes (the
+// second's const ref), and is destroyed after the second. Length 1,000:
+// over several of the collector's clearing windows, a member cleared early
+// drops the last reference to one not reached yet (its death cascades).
+TEST_F(CppMake, ConstRefNeighboursOutliveTheirHoldersInACollectedCycle) {
+    for (int length : {2, 1000}) {
+        ConstChain::destroyed = ConstChain::saw_uncleared = ConstChain::saw_dead_neighbour = 0;
+        {
+            auto first = make<ConstChain>(nullptr);
+            ref<ConstChain> last = first;
+            for (int i = 1; i < length; ++i) last = make<ConstChain>(last);
+            first->closing = last;  // the cycle
+        }
+        EXPECT_EQ(ConstChain::destroyed, 0);
+        EXPECT_EQ(cyclegc::collect(), length);
+        EXPECT_EQ(ConstChain::destroyed, length);
+        EXPECT_EQ(ConstChain::saw_uncleared, 0);
+        EXPECT_EQ(ConstChain::saw_dead_neighbour, 0);
+        EXPECT_EQ(cgc_error_occurred(), CGC_ERR_NONE) << cgc_error_message();
+    }
+}
+
+// A member of a collected cycle that an outside object's destructor stores
+// a reference to, while the cycle is cleared, survives (cleared), is
+// reported, and dies by its count later.
+struct Keeper;
+struct KeptMember : cyclegc::object {
+    static inline int destroyed = 0;
+    ref<Keeper> keeper;  // an untracked leaf, dying as this is cleared
+    ref<KeptMember> partner;
+    void trace(tracer &t) { t(keeper, partner); }
+    ~KeptMember() { ++destroyed; }
+};
+struct Keeper : cyclegc::object {
+    static inline ref<KeptMember> kept;
+    KeptMember *target = nullptr;
+    ~Keeper() { kept = ref<KeptMember>::borrow(target); }
+};
+
+TEST_F(CppMake, AMemberKeptByAnOutsideDestructorWhileClearingSurvives) {
+    KeptMember::destroyed = 0;
+    KeptMember *b_address;
+    {
+        auto a = make<KeptMember>();
+        auto b = make<KeptMember>();
+        a->partner = b;
+        b->partner = a;
+        a->keeper = make<Keeper>();
+        a->keeper->target = b.get();
+        b_address = b.get();
+    }
+    cgc_error_clear();
+    EXPECT_EQ(cyclegc::collect(), 1);  // a; b survives
+    EXPECT_EQ(KeptMember::destroyed, 1);
+    ASSERT_EQ(Keeper::kept.get(), b_address);
+    EXPECT_FALSE(Keeper::kept->partner) << "the survivor was cleared";
+    EXPECT_EQ(Keeper::kept.use_count(), 1);
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_MISUSE);
+    EXPECT_NE(std::string(cgc_error_message()).find("still alive"), std::string::npos) << cgc_error_message();
+    cgc_error_clear();
+    Keeper::kept = nullptr;
+    EXPECT_EQ(KeptMember::destroyed, 2);
+}
+
 // PEP 442: finalize() may resurrect `this`; it is finalized once per
 // lifetime, and later freed without a second finalize.
 struct Phoenix : cyclegc::object {
