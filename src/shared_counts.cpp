@@ -102,11 +102,12 @@ int64_t merge(cgc_object *op, int64_t extra) {
         die(op);
 }
 
-// The owner drops its last local reference: without another reference
-// and a weak reference that could take one, no other thread can see the
-// object any more, and it dies without a merge (no atomic write). Only
-// tail calls, so that it saves no registers.
-void release_owned_last(cgc_object *op) {
+// The owner drops its last local reference, by a thread attached to the
+// object's heap: without another reference and a weak reference that could
+// take one, no other thread can see the object any more, and it dies
+// without a merge (no atomic write). Only tail calls, so that it saves no
+// registers.
+[[gnu::noinline]] void release_owned_last_attached(cgc_object *op) {
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);
     if (page->shared_counts[index].load(std::memory_order_acquire) != 0) return merge_zero_local(op);
@@ -118,6 +119,40 @@ void release_owned_last(cgc_object *op) {
     }
     store_word(op, 0);
     dealloc_shared_at(op, page, meta);
+}
+
+void decref_unattached(cgc_object *op, cgc_ssize_t word);
+
+// release_owned_last's other cases, attached or not.
+[[gnu::noinline]] void release_owned_last_other(cgc_object *op) {
+    if (t_attached_heap != &heap_of(op)) [[unlikely]]  // (a lent page's heap is a local heap: its home)
+        return decref_unattached(op, load_word(op));
+    release_owned_last_attached(op);
+}
+
+// The same in one step for the common case: an object in a page lent to
+// the calling thread (which is attached, then; a lent page holds GC objects
+// only), no tp_is_gc, no shared count, not held, no weak references, the
+// trashcan not full; a C++ object is untracked here (its local heap's
+// flag), as dealloc_shared_at would.
+void release_owned_last(cgc_object *op) {
+    Page *page = page_of(op);
+    uint32_t index = page->index_of(op);
+    Heap *local = t_current_heap;
+    const cgc_type *type = op->ob_type;
+    if (page_heap(page) != local || !local->is_local() || type->tp_is_gc ||
+        page->shared_counts[index].load(std::memory_order_acquire) != 0 ||
+        t_shared_trashcan.depth >= kMaxDeallocDepth) [[unlikely]]
+        return release_owned_last_other(op);
+    GcMeta &meta = page->meta[index];
+    if (!allocated_without(meta, kHeld | kHasWeakrefs)) [[unlikely]] return release_owned_last_other(op);
+    if (cgc_destructor destroy_cxx = type->tp_cxx_destroy) [[likely]] {
+        if ((meta.flags & kTracked) && !untrack_private(meta)) [[unlikely]] return release_owned_last_other(op);
+        store_word(op, 0);
+        return release_lent_cxx(op, *local, destroy_cxx);
+    }
+    store_word(op, 0);
+    dealloc_lent(op);
 }
 
 [[gnu::noinline]] void enqueue(cgc_object *op) {
@@ -152,16 +187,18 @@ void decref_shared_count(cgc_object *op);
         decref_shared_count(op);
 }
 
-// A decrement by a thread that does not own the object. Its common case
-// calls nothing but in tail position, so that it saves no registers.
-[[gnu::noinline]] void decref_shared_count(cgc_object *op) {
-    std::atomic<int64_t> &shared = shared_count_of(op);
+// A decrement by a thread that does not own the object, of its shared
+// count `shared`. Its common case calls nothing but in tail position, so
+// that it saves no registers.
+[[gnu::always_inline]] inline void decref_shared_count_at(cgc_object *op, std::atomic<int64_t> &shared) {
     int64_t old = shared.load(std::memory_order_relaxed);
     do {
         if (old == 0) [[unlikely]] return queue_or_decref(op);
     } while (!shared.compare_exchange_weak(old, old - kSharedOne, std::memory_order_acq_rel));
     if (old - kSharedOne == kSharedMerged) [[unlikely]] die(op);
 }
+
+[[gnu::noinline]] void decref_shared_count(cgc_object *op) { decref_shared_count_at(op, shared_count_of(op)); }
 
 // cgc_decref_slow on a shared word, by a thread attached to its heap.
 inline void decref_attached(cgc_object *op, cgc_ssize_t word) {
@@ -170,7 +207,7 @@ inline void decref_attached(cgc_object *op, cgc_ssize_t word) {
     else if (word_local(word) > 1)  // (an owned word's local count is never 0)
         store_word(op, word - 1);
     else
-        release_owned_last(op);
+        release_owned_last_attached(op);
 }
 
 // The same by a thread not attached to its heap: refused (the reference is
@@ -343,10 +380,14 @@ void make_garbage_counts_plain(Heap &heap) {
     for (cgc_object *op : heap.unreachable) {
         if (!op) continue;
         cgc_ssize_t word = load_word(op);
+        if (!is_shared_word(word) || word_tag(word) == 0) continue;
         // (An owner's count alone: no other thread's references, flags or
-        // weak references to see a merge.)
-        if (!is_shared_word(word) || word_tag(word) == 0 || may_have_weakrefs(op)) continue;
-        if (shared_count_of(op).load(std::memory_order_relaxed) != 0) continue;
+        // weak references to see a merge. The set's objects are tracked:
+        // each has its GcMeta.)
+        Page *page = page_of(op);
+        uint32_t index = page->index_of(op);
+        if (page->shared_counts[index].load(std::memory_order_relaxed) != 0 || (page->meta[index].flags & kHasWeakrefs))
+            continue;
         store_word(op, word_local(word));
         plain.push_back(op);
     }
@@ -404,9 +445,15 @@ void cgc_decref_slow(cgc_object *op) {
         decref_plain(op, word);
         return;
     }
-    if (t_attached_heap != &heap_of(op)) [[unlikely]]  // (a lent page's heap is a local heap: its home)
+    // The owner's last local reference (the inline path takes the others).
+    bool mine = owned_here(word);
+    if (mine && word_local(word) == 1) [[likely]] return release_owned_last(op);
+    Page *page = page_of(op);
+    if (t_attached_heap != page_heap(page)->home) [[unlikely]]  // (a lent page's heap is a local heap: its home)
         return decref_unattached(op, word);
-    decref_attached(op, word);
+    if (mine) [[unlikely]] return decref_attached(op, word);
+    // Another thread's object (or a merged one), inline.
+    decref_shared_count_at(op, page->shared_counts[page->index_of(op)]);
 }
 
 cgc_ssize_t cgc_refcount_shared(const cgc_object *op) { return refcount_of(op); }
