@@ -187,10 +187,10 @@ void decref_shared_count(cgc_object *op);
         decref_shared_count(op);
 }
 
-// A decrement by a thread that does not own the object, of its shared
-// count `shared`. Its common case calls nothing but in tail position, so
-// that it saves no registers.
-[[gnu::always_inline]] inline void decref_shared_count_at(cgc_object *op, std::atomic<int64_t> &shared) {
+// A decrement by a thread that does not own the object. Its common case
+// calls nothing but in tail position, so that it saves no registers.
+[[gnu::noinline]] void decref_shared_count(cgc_object *op) {
+    std::atomic<int64_t> &shared = shared_count_of(op);
     int64_t old = shared.load(std::memory_order_relaxed);
     do {
         if (old == 0) [[unlikely]] return queue_or_decref(op);
@@ -198,23 +198,23 @@ void decref_shared_count(cgc_object *op);
     if (old - kSharedOne == kSharedMerged) [[unlikely]] die(op);
 }
 
-[[gnu::noinline]] void decref_shared_count(cgc_object *op) { decref_shared_count_at(op, shared_count_of(op)); }
-
 // cgc_decref_slow on a shared word, by a thread attached to its heap.
-inline void decref_attached(cgc_object *op, cgc_ssize_t word) {
+// `release_last`: release_owned_last where the caller checked the thread's
+// attachment (its fallback checks it again), else release_owned_last_attached.
+inline void decref_attached(cgc_object *op, cgc_ssize_t word, void (*release_last)(cgc_object *)) {
     if (!owned_here(word))
         decref_shared_count(op);
     else if (word_local(word) > 1)  // (an owned word's local count is never 0)
         store_word(op, word - 1);
     else
-        release_owned_last_attached(op);
+        release_last(op);
 }
 
 // The same by a thread not attached to its heap: refused (the reference is
 // kept), as the release could race with a collection that does not wait
 // for this thread, unless unattached_use lets it through.
 [[gnu::noinline]] void decref_unattached(cgc_object *op, cgc_ssize_t word) {
-    if (!unattached_use(heap_of(op), "Py_DECREF", op)) decref_attached(op, word);
+    if (!unattached_use(heap_of(op), "Py_DECREF", op)) decref_attached(op, word, release_owned_last_attached);
 }
 
 // Takes the queue entries `mine` accepts; merges them after the lock.
@@ -445,15 +445,9 @@ void cgc_decref_slow(cgc_object *op) {
         decref_plain(op, word);
         return;
     }
-    // The owner's last local reference (the inline path takes the others).
-    bool mine = owned_here(word);
-    if (mine && word_local(word) == 1) [[likely]] return release_owned_last(op);
-    Page *page = page_of(op);
-    if (t_attached_heap != page_heap(page)->home) [[unlikely]]  // (a lent page's heap is a local heap: its home)
+    if (t_attached_heap != &heap_of(op)) [[unlikely]]  // (a lent page's heap is a local heap: its home)
         return decref_unattached(op, word);
-    if (mine) [[unlikely]] return decref_attached(op, word);
-    // Another thread's object (or a merged one), inline.
-    decref_shared_count_at(op, page->shared_counts[page->index_of(op)]);
+    decref_attached(op, word, release_owned_last);
 }
 
 cgc_ssize_t cgc_refcount_shared(const cgc_object *op) { return refcount_of(op); }
