@@ -134,8 +134,10 @@ void decref_unattached(cgc_object *op, cgc_ssize_t word);
 // the calling thread (which is attached, then; a lent page holds GC objects
 // only), no tp_is_gc, no shared count, not held, no weak references, the
 // trashcan not full; a C++ object is untracked here (its local heap's
-// flag), as dealloc_shared_at would.
-void release_owned_last(cgc_object *op) {
+// flag), as dealloc_shared_at would. (Out of line: inlined, it spreads
+// cgc_decref_slow over more cache lines, and another thread's copy + release
+// took 20.8 ns, not 18.6.)
+[[gnu::noinline]] void release_owned_last(cgc_object *op) {
     Page *page = page_of(op);
     uint32_t index = page->index_of(op);
     Heap *local = t_current_heap;
