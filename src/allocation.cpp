@@ -244,10 +244,37 @@ namespace {
     if (track && !tracked) track_slow(op);
 }
 
-[[gnu::noinline]] void bind_shared_slot(Page *page, Heap &heap, GcMeta &meta, uint64_t bits, cgc_object *op,
+[[gnu::noinline]] void bind_shared_slow(Page *page, Heap &heap, GcMeta &meta, uint64_t bits, cgc_object *op,
                                         int track) {
     init_shared_object(*heap.home, *heap.shared, op, shared_count_at(page, meta));
     bind_tracked(heap, meta, bits, op, track, true);
+}
+
+[[gnu::noinline]] void mark_fresh_page(Heap &local, Page *page) { local.space.mark_fresh(page); }
+
+// cgc_gc_raw_bind_slot on a shared heap (its arguments, so that the call
+// moves none). The common case inline: a fresh slot in a page lent to the
+// calling thread, which allocated in the heap last, nothing queued; the
+// object owned (init_shared_object), tracked as try_track tracks in a
+// local heap (unlisted, kPrivateYoung). Only tail calls.
+[[gnu::noinline]] void bind_shared_slot(cgc_raw_slot slot, cgc_object *op, int track) {
+    auto &meta = *static_cast<GcMeta *>(slot.gc_meta);
+    uint64_t old = meta_bits(meta);
+    auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(slot.memory));
+    uint64_t bits = (old & ~kMetaObjectOffsetBits) | offset << 48;
+    Page *page = page_of(slot.memory);
+    Heap &heap = *page_heap(page);
+    if (&heap != t_current_heap || !heap.is_local() || t_last_shared_heap != heap.home ||
+        heap.shared->queued.load(std::memory_order_relaxed) != 0 || (track && old != meta_flag_bits(kAllocated)))
+        [[unlikely]]
+        return bind_shared_slow(page, heap, meta, bits, op, track);
+    own_new_object(op, shared_count_at(page, meta));
+    if (!track) return set_meta_bits(meta, bits);
+    CYCLEGC_INVARIANT(heap.young[0].capacity() == 0 && heap.young_unlisted[0] > 0,
+                      "bind_shared_slot: a local heap lists its young objects");
+    ++heap.young_unlisted[0];
+    set_meta_bits(meta, bits | meta_flag_bits(kTracked) | kPrivateYoung);
+    if (!page->fresh) [[unlikely]] return mark_fresh_page(heap, page);
 }
 
 }  // namespace
@@ -427,14 +454,13 @@ cgc_raw_slot cgc_gc_raw_alloc_slot(size_t size, size_t alignment) {
 void *cgc_gc_raw_alloc(size_t size, size_t alignment) { return cgc_gc_raw_alloc_slot(size, alignment).memory; }
 
 void cgc_gc_raw_bind_slot(cgc_raw_slot slot, cgc_object *op, int track) {
+    Heap &heap = *page_heap(page_of(slot.memory));
+    // (Out of line, so that the confined path makes no call but the slow
+    // path's tail call, and saves no registers.)
+    if (heap.is_shared()) [[unlikely]] return bind_shared_slot(slot, op, track);
     auto &meta = *static_cast<GcMeta *>(slot.gc_meta);
     auto offset = static_cast<uint64_t>(reinterpret_cast<char *>(op) - static_cast<char *>(slot.memory));
     uint64_t bits = (meta_bits(meta) & ~kMetaObjectOffsetBits) | offset << 48;
-    Page *page = page_of(slot.memory);
-    Heap &heap = *page_heap(page);
-    // (Out of line, so that the confined path makes no call but the slow
-    // path's tail call, and saves no registers.)
-    if (heap.is_shared()) [[unlikely]] return bind_shared_slot(page, heap, meta, bits, op, track);
     bind_tracked(heap, meta, bits, op, track, false);
 }
 

@@ -255,13 +255,6 @@ void in_shared_trashcan(Deallocate deallocate) {
     if (--trashcan.depth == 0 && trashcan.deferred) run_shared_deferred_deallocs(trashcan);
 }
 
-// dealloc_shared_at's deallocations: a C++ object in a page lent to the
-// thread, untracked already, and any other. Out of line, so that the tests
-// before them save no registers.
-[[gnu::noinline]] void release_lent_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
-    in_shared_trashcan([&] { destroy_untracked(op, local, destroy_and_free); });
-}
-
 [[gnu::noinline]] void dealloc_shared_other(cgc_object *op, Heap &local, cgc_destructor destroy_cxx) {
     in_shared_trashcan([&] {
         if (!destroy_cxx || !release_shared_cxx(op, local, destroy_cxx)) destroy(op);
@@ -269,6 +262,18 @@ void in_shared_trashcan(Deallocate deallocate) {
 }
 
 }  // namespace
+
+// (Out of line, so that the tests before them save no registers.)
+[[gnu::noinline]] void release_lent_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free) {
+    in_shared_trashcan([&] { destroy_untracked(op, local, destroy_and_free); });
+}
+
+[[gnu::noinline]] void dealloc_lent(cgc_object *op) {
+    in_shared_trashcan([&] {
+        cgc_destructor dealloc = op->ob_type->tp_dealloc;
+        (dealloc ? dealloc : cgc_default_dealloc)(op);
+    });
+}
 
 // (A thread with a local heap runs while no collection analyses the graph:
 // the analysis runs with the world stopped. A collection's member dying

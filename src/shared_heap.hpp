@@ -198,6 +198,12 @@ Heap *local_heap_here(const Heap &shared);
 void dealloc_shared(cgc_object *op);
 // The same with the object's page and GcMeta known.
 void dealloc_shared_at(cgc_object *op, Page *page, GcMeta &meta);
+// The deallocations of an object in a page lent to the calling thread
+// (`local`, its local heap), allocated, not held, without weak references,
+// the trashcan not full: a C++ object, untracked already (its destructor a
+// park point), or a C object (its tp_dealloc).
+void release_lent_cxx(cgc_object *op, Heap &local, cgc_destructor destroy_and_free);
+void dealloc_lent(cgc_object *op);
 // Takes a reference to `op` unless its count reached zero (a weak
 // reference's referent, which another thread may be releasing).
 bool try_incref(cgc_object *op);

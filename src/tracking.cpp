@@ -5,6 +5,7 @@
 #include "heap.hpp"
 #include "object_checks.hpp"
 
+#include <atomic>
 #include <cstdlib>
 
 namespace cyclegc::internal {
@@ -196,8 +197,18 @@ void cgc_gc_untrack(void *memory) {
         GcMeta &meta = page->meta[page->index_of(op)];
         if (!(meta.flags & kTracked)) return;
         Heap &heap = *page_heap(page);
-        // (Another heap than the thread's current one: untrack_other.)
-        if (&heap != t_current_heap) [[unlikely]] return untrack_other(page, meta, op);
+        if (&heap != t_current_heap) [[unlikely]] {
+            // (Another heap than the thread's current one: inline, a page
+            // lent to a thread while this one stops the world, a
+            // collection's clearing; else untrack_other.)
+            // (t_current_heap read again, relaxed-atomic: kept in a register
+            // from the test above, it costs the common path an instruction.)
+            Heap &home = *heap.home;
+            if (&home == std::atomic_ref(t_current_heap).load(std::memory_order_relaxed) &&
+                home.phase == Phase::clearing)
+                return untrack_tracked(home, meta, op);
+            return untrack_other(page, meta, op);
+        }
         if (untrack_newest(heap, meta, op)) return;
         if (heap.phase != Phase::finding_unreachable) {  // (else misuse: the slow path reports it)
             // (A local heap's own objects only: the rest are the shared heap's.)

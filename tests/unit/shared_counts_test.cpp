@@ -422,6 +422,63 @@ TEST_F(SharedCountsTest, WeakLockRacesTheLastRelease) {
     }
 }
 
+// A chain of C objects, each holding the next, freed by the owner's last
+// release of its head: the deallocations nest through the thread's
+// trashcan (deferred past its depth), not one stack frame per link.
+struct Link {
+    cgc_object base;
+    cgc_object *next;
+};
+int link_traverse(cgc_object *self, cgc_visitproc visit, void *arg) {
+    cgc_object *next = reinterpret_cast<Link *>(self)->next;
+    return next ? visit(next, arg) : 0;
+}
+void link_dealloc(cgc_object *self) {
+    cgc_gc_untrack(self);
+    cgc_object *next = std::exchange(reinterpret_cast<Link *>(self)->next, nullptr);
+    g_freed.fetch_add(1);
+    cgc_gc_del(self);
+    if (next) Py_DECREF(next);
+}
+cgc_type link_type = [] {
+    cgc_type t{};
+    t.tp_name = "shared_counts_test.Link";
+    t.tp_basicsize = sizeof(Link);
+    t.tp_dealloc = link_dealloc;
+    t.tp_traverse = link_traverse;
+    t.tp_flags = CGC_TPFLAGS_HAVE_GC;
+    return t;
+}();
+
+TEST_F(SharedCountsTest, TheOwnersLastReleaseOfALongChainFreesEveryLink) {
+    ASSERT_EQ(cgc_type_ready(&link_type), 0);
+    constexpr int kLinks = 1'000'000;  // (a frame per link would overflow the stack)
+    cgc_object *head = nullptr;
+    for (int i = 0; i < kLinks; ++i) {
+        cgc_object *link = cgc_gc_new(&link_type);
+        ASSERT_NE(link, nullptr);
+        reinterpret_cast<Link *>(link)->next = head;
+        cgc_gc_track(link);
+        head = link;
+    }
+    Py_DECREF(head);
+    EXPECT_EQ(g_freed.load(), kLinks);
+    EXPECT_EQ(cgc_error_occurred(), CGC_ERR_NONE);
+}
+
+// The owner's last release of its own object that has a weak reference
+// (in a page lent to the thread, no other thread's reference): the weak
+// reference dies with it, and the object is destroyed once.
+TEST_F(SharedCountsTest, TheOwnersLastReleaseClearsWeakReferences) {
+    ref<Counted> object = make<Counted>();
+    weak<Counted> watch(object);
+    EXPECT_TRUE(watch.lock());
+    object.reset();
+    EXPECT_EQ(Counted::destroyed.load(), 1);
+    EXPECT_FALSE(watch.lock());
+    EXPECT_TRUE(watch.expired());
+}
+
 TEST_F(SharedCountsTest, SetRefcntSetsTheWholeCount) {
     cgc_object *op = cgc_gc_new(&gc_type);
     std::thread([&] {
