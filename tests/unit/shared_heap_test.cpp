@@ -485,8 +485,12 @@ TEST_F(SharedHeapTest, ShortStopsSleepOnNeitherSide) {
     join_detached(threads);
     EXPECT_GT(stops_without_sleep, 0) << "every stop slept until the other thread parked";
     // (A restart between its release of the world lock and its sleep spares
-    // a parked thread the sleep without spinning: 97 of 100 slept.)
-    EXPECT_LT(other_sleeps.load(), kStops / 2) << "the other thread slept in most of its parks";
+    // a parked thread the sleep without spinning: 97 of 100 slept.) Only
+    // where the stops show the threads had their cores: on a loaded machine
+    // a collection outlasts the parked thread's spin.
+    if (stops_without_sleep >= kStops / 2) {
+        EXPECT_LT(other_sleeps.load(), kStops / 2) << "the other thread slept in most of its parks";
+    }
     expect_all_freed_once();
 }
 
