@@ -1070,10 +1070,7 @@ inline bool destroy_if_only_held(Heap &heap, cgc_object *&entry, GcMeta &meta) {
     entry = nullptr;  // (untracked as untrack_not_newest does a member)
     set_meta_bits(meta, bits & ~meta_flag_bits(kTracked | kCollecting | kReachable | kHeld));
     op->ob_refcnt = 0;
-    Trashcan &trashcan = heap.trashcan;
-    ++trashcan.depth;
-    op->ob_type->tp_cxx_destroy(op);
-    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    destroy_cxx_in_trashcan(heap, op, op->ob_type->tp_cxx_destroy);
     return true;
 }
 

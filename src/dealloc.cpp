@@ -368,16 +368,13 @@ void run_deferred_deallocs(Trashcan &trashcan) {
 
 bool release_cleared_cxx(Heap &heap, cgc_object *op, GcMeta &meta) {
     cgc_destructor destroy_and_free = op->ob_type->tp_cxx_destroy;
-    Trashcan &trashcan = heap.trashcan;
     if (!destroy_and_free || op->ob_refcnt != 1 || heap.is_shared() || t_current_heap != &heap ||
-        trashcan.depth >= kMaxDeallocDepth || !allocated_without(meta, kHeld | kHasWeakrefs) ||
+        heap.trashcan.depth >= kMaxDeallocDepth || !allocated_without(meta, kHeld | kHasWeakrefs) ||
         !(meta.flags & kTracked))
         return false;
     op->ob_refcnt = 0;
     untrack_not_newest(heap, meta, op);
-    ++trashcan.depth;
-    destroy_and_free(op);
-    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+    destroy_cxx_in_trashcan(heap, op, destroy_and_free);
     return true;
 }
 

@@ -666,6 +666,15 @@ bool release_cleared_cxx(Heap &heap, cgc_object *op, GcMeta &meta);
 // Runs the deallocations the trashcan deferred (at depth 0).
 void run_deferred_deallocs(Trashcan &trashcan);
 
+// Runs an untracked C++ object's destructor and frees it (its count 0), one
+// level deeper in the heap's trashcan; what that level deferred runs after.
+inline void destroy_cxx_in_trashcan(Heap &heap, cgc_object *op, cgc_destructor destroy_and_free) {
+    Trashcan &trashcan = heap.trashcan;
+    ++trashcan.depth;
+    destroy_and_free(op);
+    if (--trashcan.depth == 0 && trashcan.deferred) run_deferred_deallocs(trashcan);
+}
+
 // Puts a tracked object in generation `generation` (its lists).
 void place_in_generation(Heap &heap, cgc_object *op, GcMeta &meta, int generation);
 // Removes a tracked object from the young list or the unreachable list.
